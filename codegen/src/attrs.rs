@@ -1,0 +1,336 @@
+//! The `#[resource(...)]` attribute grammar, shared by `#[derive(Resource)]` (macros) and
+//! codegen's Rust loader so the two cannot drift apart.
+//!
+//! ```text
+//! #[resource(group = "example.dev", version = "v1", kind = "Gadget",
+//!            namespaced | cluster, plural = "gadgets", singular = "gadget",
+//!            shortnames = ["gd"], categories = ["all"], status,
+//!            scale(spec_replicas_path = ".spec.replicas", status_replicas_path = ".status.replicas",
+//!                  label_selector_path = ".status.selector"),
+//!            printcolumn(name = "Size", type = "integer", json_path = ".spec.size"))]
+//! ```
+
+use proc_macro2::{Span, TokenStream};
+use syn::ext::IdentExt;
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{Expr, ExprLit, Lit, Token};
+
+use crate::diagnostics::suggest;
+use crate::model::{PrinterColumn, ScaleSubresource, Scope};
+
+/// Every key `#[resource(...)]` accepts.
+pub const RESOURCE_KEYS: &[&str] = &[
+    "group",
+    "version",
+    "kind",
+    "plural",
+    "singular",
+    "namespaced",
+    "cluster",
+    "shortnames",
+    "categories",
+    "status",
+    "scale",
+    "printcolumn",
+];
+const SCALE_KEYS: &[&str] = &[
+    "spec_replicas_path",
+    "status_replicas_path",
+    "label_selector_path",
+];
+const PRINTCOLUMN_KEYS: &[&str] = &[
+    "name",
+    "type",
+    "json_path",
+    "description",
+    "priority",
+    "format",
+];
+
+/// One `key`, `key = value` or `key(...)` item. Keys may be keywords (`type`).
+struct Meta {
+    key: syn::Ident,
+    value: MetaValue,
+}
+
+enum MetaValue {
+    Flag,
+    Value(Expr),
+    List(TokenStream),
+}
+
+impl Parse for Meta {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let key = syn::Ident::parse_any(input)?;
+        let value = if input.peek(Token![=]) {
+            input.parse::<Token![=]>()?;
+            MetaValue::Value(input.parse()?)
+        } else if input.peek(syn::token::Paren) {
+            let content;
+            syn::parenthesized!(content in input);
+            MetaValue::List(content.parse()?)
+        } else {
+            MetaValue::Flag
+        };
+        Ok(Meta { key, value })
+    }
+}
+
+impl Meta {
+    fn name(&self) -> String {
+        self.key.unraw().to_string()
+    }
+
+    fn span(&self) -> Span {
+        self.key.span()
+    }
+}
+
+fn parse_list(tokens: TokenStream) -> syn::Result<Punctuated<Meta, Token![,]>> {
+    syn::parse::Parser::parse2(Punctuated::<Meta, Token![,]>::parse_terminated, tokens)
+}
+
+/// What `#[resource(...)]` said, before defaults are filled in.
+#[derive(Debug, Default)]
+pub struct ResourceAttrs {
+    pub group: Option<String>,
+    pub version: Option<String>,
+    pub kind: Option<String>,
+    pub plural: Option<String>,
+    pub singular: Option<String>,
+    pub scope: Option<Scope>,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub status: bool,
+    pub scale: Option<ScaleSubresource>,
+    pub printer_columns: Vec<PrinterColumn>,
+}
+
+/// Parses every `#[resource(...)]` in `attrs`. `item_span` is where "missing key" errors
+/// point. All errors are collected; none stops the parse.
+pub fn parse_resource_attrs(
+    attrs: &[syn::Attribute],
+    item_span: Span,
+) -> Result<ResourceAttrs, Vec<syn::Error>> {
+    let mut out = ResourceAttrs::default();
+    let mut errors = Vec::new();
+    let mut seen_any = false;
+
+    for attr in attrs.iter().filter(|a| a.path().is_ident("resource")) {
+        seen_any = true;
+        let metas = match attr.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated) {
+            Ok(m) => m,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        for meta in metas {
+            let key = meta.name();
+            match key.as_str() {
+                "group" => set_str(&mut out.group, &meta, &mut errors),
+                "version" => set_str(&mut out.version, &meta, &mut errors),
+                "kind" => set_str(&mut out.kind, &meta, &mut errors),
+                "plural" => set_str(&mut out.plural, &meta, &mut errors),
+                "singular" => set_str(&mut out.singular, &meta, &mut errors),
+                "namespaced" | "cluster" => {
+                    if !flag(&meta, &mut errors) {
+                        continue;
+                    }
+                    let scope = if key == "namespaced" { Scope::Namespaced } else { Scope::Cluster };
+                    match out.scope {
+                        Some(prev) if prev != scope => errors.push(syn::Error::new(
+                            meta.span(),
+                            "conflicting scope: a resource is either `namespaced` or `cluster`, not both; keep one",
+                        )),
+                        _ => out.scope = Some(scope),
+                    }
+                }
+                "shortnames" => out.short_names.extend(str_list(&meta, &mut errors)),
+                "categories" => out.categories.extend(str_list(&meta, &mut errors)),
+                "status" => out.status |= flag(&meta, &mut errors),
+                "scale" => {
+                    if let Some(s) = parse_scale(&meta, &mut errors) {
+                        out.scale = Some(s);
+                    }
+                }
+                "printcolumn" => {
+                    if let Some(c) = parse_printcolumn(&meta, &mut errors) {
+                        out.printer_columns.push(c);
+                    }
+                }
+                _ => errors.push(unknown_key(&key, meta.span(), RESOURCE_KEYS, "#[resource(...)]")),
+            }
+        }
+    }
+
+    if !seen_any {
+        errors.push(syn::Error::new(
+            item_span,
+            "missing #[resource(...)] attribute: add #[resource(group = \"example.dev\", version = \"v1\", kind = \"MyKind\", namespaced)]",
+        ));
+    } else {
+        for (name, value, example) in [
+            ("group", &out.group, "group = \"example.dev\" (\"\" for the core group)"),
+            ("version", &out.version, "version = \"v1\""),
+            ("kind", &out.kind, "kind = \"MyKind\""),
+        ] {
+            if value.is_none() {
+                errors.push(syn::Error::new(
+                    item_span,
+                    format!("#[resource(...)] is missing `{name}`: add `{example}`"),
+                ));
+            }
+        }
+    }
+
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+fn unknown_key(key: &str, span: Span, known: &[&str], place: &str) -> syn::Error {
+    let mut msg = format!("unknown key `{key}` in {place}");
+    match suggest(key, known) {
+        Some(s) => msg.push_str(&format!("; did you mean `{s}`?")),
+        None => msg.push_str(&format!("; expected one of: {}", known.join(", "))),
+    }
+    syn::Error::new(span, msg)
+}
+
+fn lit_str(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(s.value()),
+        _ => None,
+    }
+}
+
+fn flag(meta: &Meta, errors: &mut Vec<syn::Error>) -> bool {
+    let ok = matches!(meta.value, MetaValue::Flag);
+    if !ok {
+        let key = meta.name();
+        errors.push(syn::Error::new(meta.span(), format!("`{key}` is a flag and takes no value: write `{key}`")));
+    }
+    ok
+}
+
+fn value<'a>(meta: &'a Meta, errors: &mut Vec<syn::Error>, example: &str) -> Option<&'a Expr> {
+    match &meta.value {
+        MetaValue::Value(e) => Some(e),
+        _ => {
+            errors.push(syn::Error::new(meta.span(), format!("expected `{example}`")));
+            None
+        }
+    }
+}
+
+fn set_str(slot: &mut Option<String>, meta: &Meta, errors: &mut Vec<syn::Error>) {
+    let key = meta.name();
+    let example = format!("{key} = \"...\"");
+    let Some(expr) = value(meta, errors, &example) else { return };
+    match lit_str(expr) {
+        Some(_) if slot.is_some() => {
+            errors.push(syn::Error::new(meta.span(), format!("`{key}` is given twice; keep one")));
+        }
+        Some(v) => *slot = Some(v),
+        None => errors.push(syn::Error::new(
+            syn::spanned::Spanned::span(expr),
+            format!("`{key}` takes a string literal: write `{example}`"),
+        )),
+    }
+}
+
+fn str_list(meta: &Meta, errors: &mut Vec<syn::Error>) -> Vec<String> {
+    let key = meta.name();
+    let example = format!("{key} = [\"a\", \"b\"]");
+    let Some(expr) = value(meta, errors, &example) else { return vec![] };
+    let Expr::Array(arr) = expr else {
+        errors.push(syn::Error::new(syn::spanned::Spanned::span(expr), format!("`{key}` takes a list: write `{example}`")));
+        return vec![];
+    };
+    arr.elems
+        .iter()
+        .filter_map(|e| {
+            let v = lit_str(e);
+            if v.is_none() {
+                errors.push(syn::Error::new(syn::spanned::Spanned::span(e), format!("`{key}` items are string literals")));
+            }
+            v
+        })
+        .collect()
+}
+
+/// Parses `name(k = v, ...)`, reporting unknown keys.
+fn nested(meta: &Meta, known: &[&str], place: &str, errors: &mut Vec<syn::Error>) -> Option<Vec<(String, Span, Expr)>> {
+    let MetaValue::List(tokens) = &meta.value else {
+        errors.push(syn::Error::new(meta.span(), format!("expected `{place}`")));
+        return None;
+    };
+    let inner = match parse_list(tokens.clone()) {
+        Ok(m) => m,
+        Err(e) => {
+            errors.push(e);
+            return None;
+        }
+    };
+    let mut out = Vec::new();
+    for m in inner {
+        let key = m.name();
+        if !known.contains(&key.as_str()) {
+            errors.push(unknown_key(&key, m.span(), known, place));
+            continue;
+        }
+        if let Some(e) = value(&m, errors, &format!("{key} = ...")) {
+            out.push((key, m.span(), e.clone()));
+        }
+    }
+    Some(out)
+}
+
+fn parse_scale(meta: &Meta, errors: &mut Vec<syn::Error>) -> Option<ScaleSubresource> {
+    let fields = nested(meta, SCALE_KEYS, "scale(...)", errors)?;
+    let get = |k: &str| fields.iter().find(|(n, _, _)| n == k).and_then(|(_, _, e)| lit_str(e));
+    let (Some(spec), Some(status)) = (get("spec_replicas_path"), get("status_replicas_path")) else {
+        errors.push(syn::Error::new(
+            meta.span(),
+            "scale(...) needs spec_replicas_path = \".spec.replicas\" and status_replicas_path = \".status.replicas\"",
+        ));
+        return None;
+    };
+    Some(ScaleSubresource {
+        spec_replicas_path: spec,
+        status_replicas_path: status,
+        label_selector_path: get("label_selector_path"),
+    })
+}
+
+fn parse_printcolumn(meta: &Meta, errors: &mut Vec<syn::Error>) -> Option<PrinterColumn> {
+    let fields = nested(meta, PRINTCOLUMN_KEYS, "printcolumn(...)", errors)?;
+    let get = |k: &str| fields.iter().find(|(n, _, _)| n == k).and_then(|(_, _, e)| lit_str(e));
+    let priority = match fields.iter().find(|(n, _, _)| n == "priority") {
+        None => 0,
+        Some((_, _, Expr::Lit(ExprLit { lit: Lit::Int(i), .. }))) => i.base10_parse().unwrap_or(0),
+        Some((_, span, _)) => {
+            errors.push(syn::Error::new(*span, "`priority` takes an integer, e.g. `priority = 1`"));
+            0
+        }
+    };
+    let (Some(name), Some(type_), Some(json_path)) = (get("name"), get("type"), get("json_path")) else {
+        errors.push(syn::Error::new(
+            meta.span(),
+            "printcolumn(...) needs name = \"...\", type = \"string\" and json_path = \".spec.field\"",
+        ));
+        return None;
+    };
+    Some(PrinterColumn {
+        name,
+        type_,
+        format: get("format"),
+        description: get("description"),
+        priority,
+        json_path,
+    })
+}

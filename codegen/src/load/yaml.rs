@@ -1,0 +1,403 @@
+//! YAML definitions (`api-defs/**/*.yaml`), read with positions so every error points at
+//! its line and column.
+
+use marked_yaml::types::{MarkedMappingNode, MarkedScalarNode};
+use marked_yaml::{LoaderOptions, Node};
+
+use crate::diagnostics::{suggest, Diagnostic, Diagnostics, Location};
+use crate::model::{Origin, PrinterColumn, ResourceDef, ScaleSubresource, Schema, Scope, Subresources};
+use crate::names::infer_plural;
+
+const TOP_KEYS: &[&str] = &[
+    "group",
+    "version",
+    "kind",
+    "listKind",
+    "plural",
+    "singular",
+    "scope",
+    "shortNames",
+    "categories",
+    "schema",
+    "subresources",
+    "additionalPrinterColumns",
+];
+const SCHEMA_KEYS: &[&str] = &[
+    "type",
+    "format",
+    "description",
+    "properties",
+    "required",
+    "items",
+    "additionalProperties",
+    "enum",
+    "default",
+    "minimum",
+    "maximum",
+    "pattern",
+    "nullable",
+    "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-int-or-string",
+    "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys",
+    "x-kubernetes-map-type",
+    "x-protobuf-field",
+];
+const SUBRESOURCE_KEYS: &[&str] = &["status", "scale"];
+const SCALE_KEYS: &[&str] = &["specReplicasPath", "statusReplicasPath", "labelSelectorPath"];
+const COLUMN_KEYS: &[&str] = &["name", "type", "format", "description", "priority", "jsonPath"];
+
+/// Loads one YAML definition file. Returns `None` (with diagnostics) when it is unusable.
+pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceDef> {
+    let options = LoaderOptions::default().error_on_duplicate_keys(true);
+    let root = match marked_yaml::parse_yaml_with_options(0, text, options) {
+        Ok(n) => n,
+        Err(e) => {
+            diags.push(load_error(file, &e));
+            return None;
+        }
+    };
+    let cx = Cx { file };
+    let map = root.as_mapping()?;
+    cx.check_keys(map, TOP_KEYS, "a definition", diags);
+
+    let required_str = |key: &str, example: &str, diags: &mut Diagnostics| -> Option<String> {
+        match map.get_node(key) {
+            Some(n) => cx.string(n, key, diags),
+            None => {
+                diags.push(
+                    Diagnostic::new(cx.loc(root.span()), format!("missing `{key}`"))
+                        .with_help(format!("add `{example}`")),
+                );
+                None
+            }
+        }
+    };
+    let group = required_str("group", "group: example.dev   # \"\" for the core group", diags);
+    let version = required_str("version", "version: v1", diags);
+    let kind = required_str("kind", "kind: Widget", diags);
+    let optional_str = |key: &str, diags: &mut Diagnostics| map.get_node(key).and_then(|n| cx.string(n, key, diags));
+    let plural = optional_str("plural", diags);
+    let singular = optional_str("singular", diags);
+    let list_kind = optional_str("listKind", diags);
+    let scope = match map.get_node("scope") {
+        None => {
+            diags.push(
+                Diagnostic::new(cx.loc(root.span()), "missing `scope`")
+                    .with_help("add `scope: Namespaced` or `scope: Cluster`"),
+            );
+            None
+        }
+        Some(n) => match cx.string(n, "scope", diags).as_deref() {
+            Some("Namespaced") => Some(Scope::Namespaced),
+            Some("Cluster") => Some(Scope::Cluster),
+            Some(other) => {
+                let mut d = Diagnostic::new(cx.loc(n.span()), format!("unknown scope `{other}`"));
+                d = d.with_help(match suggest(other, &["Namespaced", "Cluster"]) {
+                    Some(s) => format!("write `scope: {s}`"),
+                    None => "write `scope: Namespaced` or `scope: Cluster`".into(),
+                });
+                diags.push(d);
+                None
+            }
+            None => None,
+        },
+    };
+    let short_names = map.get_node("shortNames").map(|n| cx.string_list(n, "shortNames", diags)).unwrap_or_default();
+    let categories = map.get_node("categories").map(|n| cx.string_list(n, "categories", diags)).unwrap_or_default();
+    let schema = match map.get_node("schema") {
+        Some(n) => cx.schema(n, None, diags),
+        None => {
+            diags.push(
+                Diagnostic::new(cx.loc(root.span()), "missing `schema`")
+                    .with_help("add `schema:` with `type: object` and the kind's `properties` (apiVersion, kind and metadata are implied)"),
+            );
+            Schema::default()
+        }
+    };
+    let subresources = map.get_node("subresources").map(|n| cx.subresources(n, diags)).unwrap_or_default();
+    let printer_columns = map
+        .get_node("additionalPrinterColumns")
+        .map(|n| cx.printer_columns(n, diags))
+        .unwrap_or_default();
+
+    let kind = kind?;
+    let plural = plural.unwrap_or_else(|| infer_plural(&kind));
+    Some(ResourceDef {
+        location: cx.loc(root.span()),
+        origin: Origin::Yaml,
+        group: group?,
+        version: version?,
+        singular: singular.unwrap_or_else(|| kind.to_lowercase()),
+        list_kind: list_kind.unwrap_or_else(|| format!("{kind}List")),
+        kind,
+        plural,
+        scope: scope?,
+        short_names,
+        categories,
+        schema,
+        subresources,
+        printer_columns,
+    })
+}
+
+fn load_error(file: &str, e: &marked_yaml::LoadError) -> Diagnostic {
+    use marked_yaml::LoadError::*;
+    let (marker, msg, help) = match e {
+        TopLevelMustBeMapping(m) => (Some(*m), "a definition file must be a YAML mapping".to_string(), Some("start with `group:`, `version:`, `kind:` ...")),
+        MappingKeyMustBeScalar(m) => (Some(*m), "mapping keys must be plain strings".into(), None),
+        UnexpectedAnchor(m) => (Some(*m), "YAML anchors are not supported in definitions".into(), Some("write the value out in full")),
+        UnexpectedTag(m) => (Some(*m), "YAML tags are not supported in definitions".into(), Some("remove the `!tag`")),
+        ScanError(m, s) => (Some(*m), format!("invalid YAML: {}", s.info()), None),
+        DuplicateKey(inner) => (
+            inner.key.span().start().copied(),
+            format!("duplicate key `{}`", inner.key.as_str()),
+            Some("keep one of the two"),
+        ),
+        _ => (None, e.to_string(), None),
+    };
+    let location = Location {
+        file: file.to_string(),
+        line: marker.map(|m| m.line()).unwrap_or(1),
+        column: marker.map(|m| m.column()).unwrap_or(1),
+    };
+    let d = Diagnostic::new(location, msg);
+    match help {
+        Some(h) => d.with_help(h),
+        None => d,
+    }
+}
+
+struct Cx<'a> {
+    file: &'a str,
+}
+
+impl Cx<'_> {
+    fn loc(&self, span: &marked_yaml::Span) -> Location {
+        let (line, column) = span.start().map(|m| (m.line(), m.column())).unwrap_or((1, 1));
+        Location { file: self.file.to_string(), line, column }
+    }
+
+    fn check_keys(&self, map: &MarkedMappingNode, known: &[&str], what: &str, diags: &mut Diagnostics) {
+        for key in map.keys() {
+            if !known.contains(&key.as_str()) {
+                let mut d = Diagnostic::new(self.loc(key.span()), format!("unknown key `{}` in {what}", key.as_str()));
+                d = d.with_help(match suggest(key.as_str(), known) {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None => format!("expected one of: {}", known.join(", ")),
+                });
+                diags.push(d);
+            }
+        }
+    }
+
+    fn scalar<'n>(&self, node: &'n Node, key: &str, expected: &str, diags: &mut Diagnostics) -> Option<&'n MarkedScalarNode> {
+        match node.as_scalar() {
+            Some(s) => Some(s),
+            None => {
+                diags.push(Diagnostic::new(self.loc(node.span()), format!("`{key}` must be {expected}")));
+                None
+            }
+        }
+    }
+
+    fn string(&self, node: &Node, key: &str, diags: &mut Diagnostics) -> Option<String> {
+        self.scalar(node, key, "a string", diags).map(|s| s.as_str().to_string())
+    }
+
+    fn boolean(&self, node: &Node, key: &str, diags: &mut Diagnostics) -> Option<bool> {
+        let s = self.scalar(node, key, "true or false", diags)?;
+        let b = s.as_bool();
+        if b.is_none() {
+            diags.push(Diagnostic::new(self.loc(node.span()), format!("`{key}` must be true or false, not `{}`", s.as_str())));
+        }
+        b
+    }
+
+    fn number(&self, node: &Node, key: &str, diags: &mut Diagnostics) -> Option<serde_json::Number> {
+        let s = self.scalar(node, key, "a number", diags)?;
+        let n = s
+            .as_i64()
+            .map(serde_json::Number::from)
+            .or_else(|| s.as_f64().and_then(serde_json::Number::from_f64));
+        if n.is_none() {
+            diags.push(Diagnostic::new(self.loc(node.span()), format!("`{key}` must be a number, not `{}`", s.as_str())));
+        }
+        n
+    }
+
+    fn string_list(&self, node: &Node, key: &str, diags: &mut Diagnostics) -> Vec<String> {
+        let Some(seq) = node.as_sequence() else {
+            diags.push(
+                Diagnostic::new(self.loc(node.span()), format!("`{key}` must be a list of strings"))
+                    .with_help(format!("write `{key}: [a, b]`")),
+            );
+            return vec![];
+        };
+        seq.iter().filter_map(|n| self.string(n, key, diags)).collect()
+    }
+
+    fn mapping<'n>(&self, node: &'n Node, what: &str, diags: &mut Diagnostics) -> Option<&'n MarkedMappingNode> {
+        match node.as_mapping() {
+            Some(m) => Some(m),
+            None => {
+                diags.push(Diagnostic::new(self.loc(node.span()), format!("{what} must be a mapping")));
+                None
+            }
+        }
+    }
+
+    fn schema(&self, node: &Node, key_loc: Option<Location>, diags: &mut Diagnostics) -> Schema {
+        let mut s = Schema { location: Some(key_loc.unwrap_or_else(|| self.loc(node.span()))), ..Schema::default() };
+        let Some(map) = self.mapping(node, "a schema", diags) else { return s };
+        self.check_keys(map, SCHEMA_KEYS, "a schema", diags);
+        for (k, v) in map.iter() {
+            match k.as_str() {
+                "type" => s.type_ = self.string(v, "type", diags),
+                "format" => s.format = self.string(v, "format", diags),
+                "description" => s.description = self.string(v, "description", diags),
+                "pattern" => s.pattern = self.string(v, "pattern", diags),
+                "properties" => {
+                    if let Some(props) = self.mapping(v, "`properties`", diags) {
+                        s.properties = props
+                            .iter()
+                            .map(|(pk, pv)| (pk.as_str().to_string(), self.schema(pv, Some(self.loc(pk.span())), diags)))
+                            .collect();
+                    }
+                }
+                "required" => s.required = self.string_list(v, "required", diags),
+                "items" => s.items = Some(Box::new(self.schema(v, None, diags))),
+                "additionalProperties" => {
+                    s.additional_properties = match v.as_scalar() {
+                        Some(b) if b.as_bool() == Some(true) => Some(Box::new(Schema {
+                            location: Some(self.loc(v.span())),
+                            preserve_unknown_fields: true,
+                            ..Schema::default()
+                        })),
+                        Some(b) if b.as_bool() == Some(false) => None,
+                        _ => Some(Box::new(self.schema(v, None, diags))),
+                    }
+                }
+                "enum" => match v.as_sequence() {
+                    Some(seq) => s.enum_values = seq.iter().map(to_json).collect(),
+                    None => diags.push(Diagnostic::new(self.loc(v.span()), "`enum` must be a list of values")),
+                },
+                "default" => s.default = Some(to_json(v)),
+                "minimum" => s.minimum = self.number(v, "minimum", diags),
+                "maximum" => s.maximum = self.number(v, "maximum", diags),
+                "nullable" => s.nullable = self.boolean(v, "nullable", diags).unwrap_or(false),
+                "x-kubernetes-preserve-unknown-fields" => {
+                    s.preserve_unknown_fields = self.boolean(v, k.as_str(), diags).unwrap_or(false)
+                }
+                "x-kubernetes-int-or-string" => s.int_or_string = self.boolean(v, k.as_str(), diags).unwrap_or(false),
+                "x-kubernetes-list-type" => s.list_type = self.string(v, k.as_str(), diags),
+                "x-kubernetes-list-map-keys" => s.list_map_keys = self.string_list(v, k.as_str(), diags),
+                "x-kubernetes-map-type" => s.map_type = self.string(v, k.as_str(), diags),
+                "x-protobuf-field" => {
+                    let n = self.scalar(v, k.as_str(), "a positive integer", diags).and_then(|x| x.as_u32());
+                    match n {
+                        Some(n) if n > 0 => s.protobuf_field = Some(n),
+                        _ => diags.push(
+                            Diagnostic::new(self.loc(v.span()), "`x-protobuf-field` must be a positive integer")
+                                .with_help("use the field number from upstream's generated.proto, e.g. `x-protobuf-field: 2`"),
+                        ),
+                    }
+                }
+                _ => {} // reported by check_keys
+            }
+        }
+        s
+    }
+
+    fn subresources(&self, node: &Node, diags: &mut Diagnostics) -> Subresources {
+        let mut out = Subresources::default();
+        let Some(map) = self.mapping(node, "`subresources`", diags) else { return out };
+        self.check_keys(map, SUBRESOURCE_KEYS, "`subresources`", diags);
+        out.status = map.get_node("status").is_some();
+        if let Some(scale) = map.get_node("scale") {
+            let Some(sm) = self.mapping(scale, "`subresources.scale`", diags) else { return out };
+            self.check_keys(sm, SCALE_KEYS, "`subresources.scale`", diags);
+            let get = |k: &str, diags: &mut Diagnostics| sm.get_node(k).and_then(|n| self.string(n, k, diags));
+            let spec = get("specReplicasPath", diags);
+            let status = get("statusReplicasPath", diags);
+            let selector = get("labelSelectorPath", diags);
+            match (spec, status) {
+                (Some(spec), Some(status)) => {
+                    out.scale = Some(ScaleSubresource {
+                        spec_replicas_path: spec,
+                        status_replicas_path: status,
+                        label_selector_path: selector,
+                    })
+                }
+                _ => diags.push(
+                    Diagnostic::new(self.loc(scale.span()), "`scale` needs `specReplicasPath` and `statusReplicasPath`")
+                        .with_help("add `specReplicasPath: .spec.replicas` and `statusReplicasPath: .status.replicas`"),
+                ),
+            }
+        }
+        out
+    }
+
+    fn printer_columns(&self, node: &Node, diags: &mut Diagnostics) -> Vec<PrinterColumn> {
+        let Some(seq) = node.as_sequence() else {
+            diags.push(Diagnostic::new(self.loc(node.span()), "`additionalPrinterColumns` must be a list"));
+            return vec![];
+        };
+        let mut out = Vec::new();
+        for item in seq.iter() {
+            let Some(m) = self.mapping(item, "a printer column", diags) else { continue };
+            self.check_keys(m, COLUMN_KEYS, "a printer column", diags);
+            let get = |k: &str, diags: &mut Diagnostics| m.get_node(k).and_then(|n| self.string(n, k, diags));
+            let name = get("name", diags);
+            let type_ = get("type", diags);
+            let json_path = get("jsonPath", diags);
+            let priority = m
+                .get_node("priority")
+                .and_then(|n| self.number(n, "priority", diags))
+                .and_then(|n| n.as_i64())
+                .unwrap_or(0) as i32;
+            match (name, type_, json_path) {
+                (Some(name), Some(type_), Some(json_path)) => out.push(PrinterColumn {
+                    name,
+                    type_,
+                    format: get("format", diags),
+                    description: get("description", diags),
+                    priority,
+                    json_path,
+                }),
+                _ => diags.push(
+                    Diagnostic::new(self.loc(item.span()), "a printer column needs `name`, `type` and `jsonPath`")
+                        .with_help("e.g. `- {name: Size, type: integer, jsonPath: .spec.size}`"),
+                ),
+            }
+        }
+        out
+    }
+}
+
+/// A YAML value as JSON: plain scalars coerce (null, booleans, numbers), quoted stay strings.
+fn to_json(node: &Node) -> serde_json::Value {
+    use serde_json::Value;
+    match node {
+        Node::Scalar(s) => {
+            if s.may_coerce() {
+                match s.as_str() {
+                    "null" | "~" => return Value::Null,
+                    _ => {}
+                }
+                if let Some(b) = s.as_bool() {
+                    return Value::Bool(b);
+                }
+                if let Some(i) = s.as_i64() {
+                    return Value::from(i);
+                }
+                if let Some(f) = s.as_f64().and_then(serde_json::Number::from_f64) {
+                    return Value::Number(f);
+                }
+            }
+            Value::String(s.as_str().to_string())
+        }
+        Node::Sequence(seq) => Value::Array(seq.iter().map(to_json).collect()),
+        Node::Mapping(m) => Value::Object(m.iter().map(|(k, v)| (k.as_str().to_string(), to_json(v))).collect()),
+    }
+}
