@@ -138,7 +138,11 @@ pub fn parse_resource_attrs(
                     if !flag(&meta, &mut errors) {
                         continue;
                     }
-                    let scope = if key == "namespaced" { Scope::Namespaced } else { Scope::Cluster };
+                    let scope = if key == "namespaced" {
+                        Scope::Namespaced
+                    } else {
+                        Scope::Cluster
+                    };
                     match out.scope {
                         Some(prev) if prev != scope => errors.push(syn::Error::new(
                             meta.span(),
@@ -160,7 +164,12 @@ pub fn parse_resource_attrs(
                         out.printer_columns.push(c);
                     }
                 }
-                _ => errors.push(unknown_key(&key, meta.span(), RESOURCE_KEYS, "#[resource(...)]")),
+                _ => errors.push(unknown_key(
+                    &key,
+                    meta.span(),
+                    RESOURCE_KEYS,
+                    "#[resource(...)]",
+                )),
             }
         }
     }
@@ -172,7 +181,11 @@ pub fn parse_resource_attrs(
         ));
     } else {
         for (name, value, example) in [
-            ("group", &out.group, "group = \"example.dev\" (\"\" for the core group)"),
+            (
+                "group",
+                &out.group,
+                "group = \"example.dev\" (\"\" for the core group)",
+            ),
             ("version", &out.version, "version = \"v1\""),
             ("kind", &out.kind, "kind = \"MyKind\""),
         ] {
@@ -203,7 +216,9 @@ fn unknown_key(key: &str, span: Span, known: &[&str], place: &str) -> syn::Error
 
 fn lit_str(expr: &Expr) -> Option<String> {
     match expr {
-        Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(s.value()),
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) => Some(s.value()),
         _ => None,
     }
 }
@@ -212,7 +227,10 @@ fn flag(meta: &Meta, errors: &mut Vec<syn::Error>) -> bool {
     let ok = matches!(meta.value, MetaValue::Flag);
     if !ok {
         let key = meta.name();
-        errors.push(syn::Error::new(meta.span(), format!("`{key}` is a flag and takes no value: write `{key}`")));
+        errors.push(syn::Error::new(
+            meta.span(),
+            format!("`{key}` is a flag and takes no value: write `{key}`"),
+        ));
     }
     ok
 }
@@ -221,7 +239,10 @@ fn value<'a>(meta: &'a Meta, errors: &mut Vec<syn::Error>, example: &str) -> Opt
     match &meta.value {
         MetaValue::Value(e) => Some(e),
         _ => {
-            errors.push(syn::Error::new(meta.span(), format!("expected `{example}`")));
+            errors.push(syn::Error::new(
+                meta.span(),
+                format!("expected `{example}`"),
+            ));
             None
         }
     }
@@ -230,10 +251,15 @@ fn value<'a>(meta: &'a Meta, errors: &mut Vec<syn::Error>, example: &str) -> Opt
 fn set_str(slot: &mut Option<String>, meta: &Meta, errors: &mut Vec<syn::Error>) {
     let key = meta.name();
     let example = format!("{key} = \"...\"");
-    let Some(expr) = value(meta, errors, &example) else { return };
+    let Some(expr) = value(meta, errors, &example) else {
+        return;
+    };
     match lit_str(expr) {
         Some(_) if slot.is_some() => {
-            errors.push(syn::Error::new(meta.span(), format!("`{key}` is given twice; keep one")));
+            errors.push(syn::Error::new(
+                meta.span(),
+                format!("`{key}` is given twice; keep one"),
+            ));
         }
         Some(v) => *slot = Some(v),
         None => errors.push(syn::Error::new(
@@ -246,9 +272,14 @@ fn set_str(slot: &mut Option<String>, meta: &Meta, errors: &mut Vec<syn::Error>)
 fn str_list(meta: &Meta, errors: &mut Vec<syn::Error>) -> Vec<String> {
     let key = meta.name();
     let example = format!("{key} = [\"a\", \"b\"]");
-    let Some(expr) = value(meta, errors, &example) else { return vec![] };
+    let Some(expr) = value(meta, errors, &example) else {
+        return vec![];
+    };
     let Expr::Array(arr) = expr else {
-        errors.push(syn::Error::new(syn::spanned::Spanned::span(expr), format!("`{key}` takes a list: write `{example}`")));
+        errors.push(syn::Error::new(
+            syn::spanned::Spanned::span(expr),
+            format!("`{key}` takes a list: write `{example}`"),
+        ));
         return vec![];
     };
     arr.elems
@@ -256,7 +287,10 @@ fn str_list(meta: &Meta, errors: &mut Vec<syn::Error>) -> Vec<String> {
         .filter_map(|e| {
             let v = lit_str(e);
             if v.is_none() {
-                errors.push(syn::Error::new(syn::spanned::Spanned::span(e), format!("`{key}` items are string literals")));
+                errors.push(syn::Error::new(
+                    syn::spanned::Spanned::span(e),
+                    format!("`{key}` items are string literals"),
+                ));
             }
             v
         })
@@ -264,7 +298,12 @@ fn str_list(meta: &Meta, errors: &mut Vec<syn::Error>) -> Vec<String> {
 }
 
 /// Parses `name(k = v, ...)`, reporting unknown keys.
-fn nested(meta: &Meta, known: &[&str], place: &str, errors: &mut Vec<syn::Error>) -> Option<Vec<(String, Span, Expr)>> {
+fn nested(
+    meta: &Meta,
+    known: &[&str],
+    place: &str,
+    errors: &mut Vec<syn::Error>,
+) -> Option<Vec<(String, Span, Expr)>> {
     let MetaValue::List(tokens) = &meta.value else {
         errors.push(syn::Error::new(meta.span(), format!("expected `{place}`")));
         return None;
@@ -292,8 +331,14 @@ fn nested(meta: &Meta, known: &[&str], place: &str, errors: &mut Vec<syn::Error>
 
 fn parse_scale(meta: &Meta, errors: &mut Vec<syn::Error>) -> Option<ScaleSubresource> {
     let fields = nested(meta, SCALE_KEYS, "scale(...)", errors)?;
-    let get = |k: &str| fields.iter().find(|(n, _, _)| n == k).and_then(|(_, _, e)| lit_str(e));
-    let (Some(spec), Some(status)) = (get("spec_replicas_path"), get("status_replicas_path")) else {
+    let get = |k: &str| {
+        fields
+            .iter()
+            .find(|(n, _, _)| n == k)
+            .and_then(|(_, _, e)| lit_str(e))
+    };
+    let (Some(spec), Some(status)) = (get("spec_replicas_path"), get("status_replicas_path"))
+    else {
         errors.push(syn::Error::new(
             meta.span(),
             "scale(...) needs spec_replicas_path = \".spec.replicas\" and status_replicas_path = \".status.replicas\"",
@@ -309,16 +354,31 @@ fn parse_scale(meta: &Meta, errors: &mut Vec<syn::Error>) -> Option<ScaleSubreso
 
 fn parse_printcolumn(meta: &Meta, errors: &mut Vec<syn::Error>) -> Option<PrinterColumn> {
     let fields = nested(meta, PRINTCOLUMN_KEYS, "printcolumn(...)", errors)?;
-    let get = |k: &str| fields.iter().find(|(n, _, _)| n == k).and_then(|(_, _, e)| lit_str(e));
+    let get = |k: &str| {
+        fields
+            .iter()
+            .find(|(n, _, _)| n == k)
+            .and_then(|(_, _, e)| lit_str(e))
+    };
     let priority = match fields.iter().find(|(n, _, _)| n == "priority") {
         None => 0,
-        Some((_, _, Expr::Lit(ExprLit { lit: Lit::Int(i), .. }))) => i.base10_parse().unwrap_or(0),
+        Some((
+            _,
+            _,
+            Expr::Lit(ExprLit {
+                lit: Lit::Int(i), ..
+            }),
+        )) => i.base10_parse().unwrap_or(0),
         Some((_, span, _)) => {
-            errors.push(syn::Error::new(*span, "`priority` takes an integer, e.g. `priority = 1`"));
+            errors.push(syn::Error::new(
+                *span,
+                "`priority` takes an integer, e.g. `priority = 1`",
+            ));
             0
         }
     };
-    let (Some(name), Some(type_), Some(json_path)) = (get("name"), get("type"), get("json_path")) else {
+    let (Some(name), Some(type_), Some(json_path)) = (get("name"), get("type"), get("json_path"))
+    else {
         errors.push(syn::Error::new(
             meta.span(),
             "printcolumn(...) needs name = \"...\", type = \"string\" and json_path = \".spec.field\"",

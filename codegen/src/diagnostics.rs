@@ -119,7 +119,10 @@ mod tests {
 
     #[test]
     fn suggests_close_keys_only() {
-        assert_eq!(suggest("shortname", &["shortNames", "plural"]), Some("shortNames"));
+        assert_eq!(
+            suggest("shortname", &["shortNames", "plural"]),
+            Some("shortNames")
+        );
         assert_eq!(suggest("namespaced", &["group", "kind"]), None);
     }
 }

@@ -36,8 +36,15 @@ fn run(root: &Path, check: bool) -> std::io::Result<ExitCode> {
     paths.sort();
     let mut sources = Vec::new();
     for p in paths {
-        let rel = p.strip_prefix(root).unwrap_or(&p).to_string_lossy().replace('\\', "/");
-        sources.push(SourceFile { path: rel, text: fs::read_to_string(&p)? });
+        let rel = p
+            .strip_prefix(root)
+            .unwrap_or(&p)
+            .to_string_lossy()
+            .replace('\\', "/");
+        sources.push(SourceFile {
+            path: rel,
+            text: fs::read_to_string(&p)?,
+        });
     }
     let files = match generate(&sources) {
         Ok(f) => f,
@@ -65,7 +72,12 @@ fn run(root: &Path, check: bool) -> std::io::Result<ExitCode> {
         }
     }
     for e in existing.iter().filter(|e| !expected.contains(e)) {
-        stale.push(e.strip_prefix(root).unwrap_or(e).to_string_lossy().into_owned());
+        stale.push(
+            e.strip_prefix(root)
+                .unwrap_or(e)
+                .to_string_lossy()
+                .into_owned(),
+        );
         if !check {
             fs::remove_file(e)?;
         }
@@ -79,7 +91,10 @@ fn run(root: &Path, check: bool) -> std::io::Result<ExitCode> {
             for s in &stale {
                 eprintln!("stale: {s}");
             }
-            eprintln!("codegen --check: {} generated file(s) are stale; run `cargo run -p codegen`", stale.len());
+            eprintln!(
+                "codegen --check: {} generated file(s) are stale; run `cargo run -p codegen`",
+                stale.len()
+            );
             Ok(ExitCode::FAILURE)
         }
     } else {
@@ -94,7 +109,10 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         let path = entry?.path();
         if path.is_dir() {
             collect(&path, out)?;
-        } else if matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "rs")) {
+        } else if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml" | "rs")
+        ) {
             out.push(path);
         }
     }

@@ -191,7 +191,10 @@ impl Schema {
             m.insert("nullable".into(), Value::Bool(true));
         }
         if self.preserve_unknown_fields {
-            m.insert("x-kubernetes-preserve-unknown-fields".into(), Value::Bool(true));
+            m.insert(
+                "x-kubernetes-preserve-unknown-fields".into(),
+                Value::Bool(true),
+            );
         }
         if self.int_or_string {
             m.insert("x-kubernetes-int-or-string".into(), Value::Bool(true));

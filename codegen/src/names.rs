@@ -3,9 +3,19 @@
 /// The plural kube-apiserver's CRD tooling would infer: lower-case kind, English plural.
 pub fn infer_plural(kind: &str) -> String {
     let lower = kind.to_lowercase();
-    if lower.ends_with('s') || lower.ends_with('x') || lower.ends_with('z') || lower.ends_with("ch") || lower.ends_with("sh") {
+    if lower.ends_with('s')
+        || lower.ends_with('x')
+        || lower.ends_with('z')
+        || lower.ends_with("ch")
+        || lower.ends_with("sh")
+    {
         format!("{lower}es")
-    } else if lower.ends_with('y') && !lower.ends_with("ay") && !lower.ends_with("ey") && !lower.ends_with("oy") && !lower.ends_with("uy") {
+    } else if lower.ends_with('y')
+        && !lower.ends_with("ay")
+        && !lower.ends_with("ey")
+        && !lower.ends_with("oy")
+        && !lower.ends_with("uy")
+    {
         format!("{}ies", &lower[..lower.len() - 1])
     } else {
         format!("{lower}s")
@@ -17,7 +27,8 @@ pub fn is_dns_label(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 63
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b[0] != b'-'
         && b[b.len() - 1] != b'-'
 }
@@ -29,7 +40,9 @@ pub fn is_dns_subdomain(s: &str) -> bool {
 
 /// A Kubernetes API version: `v1`, `v2beta1`, `v1alpha3`.
 pub fn is_api_version(s: &str) -> bool {
-    let Some(rest) = s.strip_prefix('v') else { return false };
+    let Some(rest) = s.strip_prefix('v') else {
+        return false;
+    };
     let digits = rest.chars().take_while(|c| c.is_ascii_digit()).count();
     if digits == 0 || rest.starts_with('0') {
         return false;
@@ -38,14 +51,17 @@ pub fn is_api_version(s: &str) -> bool {
     if tail.is_empty() {
         return true;
     }
-    let level = tail.strip_prefix("alpha").or_else(|| tail.strip_prefix("beta"));
+    let level = tail
+        .strip_prefix("alpha")
+        .or_else(|| tail.strip_prefix("beta"));
     matches!(level, Some(n) if !n.is_empty() && !n.starts_with('0') && n.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// A kind: UpperCamelCase ASCII identifier.
 pub fn is_kind(s: &str) -> bool {
     let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_uppercase()) && chars.all(|c| c.is_ascii_alphanumeric())
+    matches!(chars.next(), Some(c) if c.is_ascii_uppercase())
+        && chars.all(|c| c.is_ascii_alphanumeric())
 }
 
 /// `lowerCamelCase` of a snake_case Rust field name, as serde's `rename_all = "camelCase"`.

@@ -18,47 +18,89 @@ pub fn validate(defs: &[ResourceDef], diags: &mut Diagnostics) {
 
     for d in defs {
         let at = &d.location;
-        let err = |msg: String, help: &str| Diagnostic::new(at.clone(), msg).with_help(help.to_string());
+        let err =
+            |msg: String, help: &str| Diagnostic::new(at.clone(), msg).with_help(help.to_string());
         if !d.group.is_empty() && !is_dns_subdomain(&d.group) {
-            diags.push(err(format!("group `{}` is not a DNS subdomain", d.group), "use lower-case dot-separated words, e.g. `example.dev`"));
+            diags.push(err(
+                format!("group `{}` is not a DNS subdomain", d.group),
+                "use lower-case dot-separated words, e.g. `example.dev`",
+            ));
         }
         if !is_api_version(&d.version) {
-            diags.push(err(format!("version `{}` is not a Kubernetes API version", d.version), "use `v1`, `v1beta1` or `v1alpha1` style"));
+            diags.push(err(
+                format!("version `{}` is not a Kubernetes API version", d.version),
+                "use `v1`, `v1beta1` or `v1alpha1` style",
+            ));
         }
         if !is_kind(&d.kind) {
-            diags.push(err(format!("kind `{}` must be UpperCamelCase ASCII", d.kind), "e.g. `kind: Widget`"));
+            diags.push(err(
+                format!("kind `{}` must be UpperCamelCase ASCII", d.kind),
+                "e.g. `kind: Widget`",
+            ));
         }
         if !is_kind(&d.list_kind) {
-            diags.push(err(format!("listKind `{}` must be UpperCamelCase ASCII", d.list_kind), "e.g. `listKind: WidgetList`"));
+            diags.push(err(
+                format!("listKind `{}` must be UpperCamelCase ASCII", d.list_kind),
+                "e.g. `listKind: WidgetList`",
+            ));
         }
         for (what, value) in [("plural", &d.plural), ("singular", &d.singular)] {
             if !is_dns_label(value) {
-                diags.push(err(format!("{what} `{value}` must be a lower-case DNS label"), "e.g. `widgets`"));
+                diags.push(err(
+                    format!("{what} `{value}` must be a lower-case DNS label"),
+                    "e.g. `widgets`",
+                ));
             }
         }
         for s in &d.short_names {
             if !is_dns_label(s) {
-                diags.push(err(format!("short name `{s}` must be a lower-case DNS label"), "e.g. `wd`"));
+                diags.push(err(
+                    format!("short name `{s}` must be a lower-case DNS label"),
+                    "e.g. `wd`",
+                ));
             } else if let Some(prev) = short_names.insert(s.clone(), at) {
-                diags.push(err(format!("short name `{s}` is already used by the definition at {prev}"), "pick another short name"));
+                diags.push(err(
+                    format!("short name `{s}` is already used by the definition at {prev}"),
+                    "pick another short name",
+                ));
             }
         }
         let gv = (d.group.clone(), d.version.clone());
         if let Some(prev) = by_plural.insert((gv.0.clone(), gv.1.clone(), d.plural.clone()), at) {
-            diags.push(err(format!("resource `{}` in `{}` is already defined at {prev}", d.plural, d.api_version()), "each group-version serves a plural once"));
+            diags.push(err(
+                format!(
+                    "resource `{}` in `{}` is already defined at {prev}",
+                    d.plural,
+                    d.api_version()
+                ),
+                "each group-version serves a plural once",
+            ));
         }
         if let Some(prev) = by_kind.insert((gv.0, gv.1, d.kind.clone()), at) {
-            diags.push(err(format!("kind `{}` in `{}` is already defined at {prev}", d.kind, d.api_version()), "each group-version has a kind once"));
+            diags.push(err(
+                format!(
+                    "kind `{}` in `{}` is already defined at {prev}",
+                    d.kind,
+                    d.api_version()
+                ),
+                "each group-version has a kind once",
+            ));
         }
 
         if d.schema.type_.as_deref() != Some("object") {
             let loc = d.schema.location.clone().unwrap_or_else(|| at.clone());
-            diags.push(Diagnostic::new(loc, "the top-level schema must be `type: object`").with_help("write `type: object` with the kind's `properties`"));
+            diags.push(
+                Diagnostic::new(loc, "the top-level schema must be `type: object`")
+                    .with_help("write `type: object` with the kind's `properties`"),
+            );
         }
         for (name, prop) in &d.schema.properties {
             if ["apiVersion", "kind", "metadata"].contains(&name.as_str()) {
                 let loc = prop.location.clone().unwrap_or_else(|| at.clone());
-                diags.push(Diagnostic::new(loc, format!("`{name}` is implied and must not be declared")).with_help("remove it; every kind gets apiVersion, kind and metadata"));
+                diags.push(
+                    Diagnostic::new(loc, format!("`{name}` is implied and must not be declared"))
+                        .with_help("remove it; every kind gets apiVersion, kind and metadata"),
+                );
             }
         }
         check_schema(&d.schema, at, "", diags);
@@ -66,18 +108,39 @@ pub fn validate(defs: &[ResourceDef], diags: &mut Diagnostics) {
 
         for c in &d.printer_columns {
             if !COLUMN_TYPES.contains(&c.type_.as_str()) {
-                diags.push(err(format!("printer column `{}` has unknown type `{}`", c.name, c.type_), "use integer, number, string, boolean or date"));
+                diags.push(err(
+                    format!("printer column `{}` has unknown type `{}`", c.name, c.type_),
+                    "use integer, number, string, boolean or date",
+                ));
             }
             if !c.json_path.starts_with('.') {
-                diags.push(err(format!("printer column `{}` jsonPath `{}` must start with `.`", c.name, c.json_path), "e.g. `.spec.size`"));
+                diags.push(err(
+                    format!(
+                        "printer column `{}` jsonPath `{}` must start with `.`",
+                        c.name, c.json_path
+                    ),
+                    "e.g. `.spec.size`",
+                ));
             }
         }
         if let Some(scale) = &d.subresources.scale {
             if !scale.spec_replicas_path.starts_with(".spec.") {
-                diags.push(err(format!("specReplicasPath `{}` must be under `.spec`", scale.spec_replicas_path), "e.g. `.spec.replicas`"));
+                diags.push(err(
+                    format!(
+                        "specReplicasPath `{}` must be under `.spec`",
+                        scale.spec_replicas_path
+                    ),
+                    "e.g. `.spec.replicas`",
+                ));
             }
             if !scale.status_replicas_path.starts_with(".status.") {
-                diags.push(err(format!("statusReplicasPath `{}` must be under `.status`", scale.status_replicas_path), "e.g. `.status.replicas`"));
+                diags.push(err(
+                    format!(
+                        "statusReplicasPath `{}` must be under `.status`",
+                        scale.status_replicas_path
+                    ),
+                    "e.g. `.status.replicas`",
+                ));
             }
         }
     }
@@ -85,7 +148,11 @@ pub fn validate(defs: &[ResourceDef], diags: &mut Diagnostics) {
 
 fn check_schema(s: &Schema, fallback: &Location, path: &str, diags: &mut Diagnostics) {
     let at = s.location.clone().unwrap_or_else(|| fallback.clone());
-    let here = if path.is_empty() { "the schema".to_string() } else { format!("`{path}`") };
+    let here = if path.is_empty() {
+        "the schema".to_string()
+    } else {
+        format!("`{path}`")
+    };
     match s.type_.as_deref() {
         Some(t) if !TYPES.contains(&t) => {
             let mut d = Diagnostic::new(at.clone(), format!("{here} has unknown type `{t}`"));
@@ -103,43 +170,90 @@ fn check_schema(s: &Schema, fallback: &Location, path: &str, diags: &mut Diagnos
     }
     let is = |t: &str| s.type_.as_deref() == Some(t);
     if is("array") && s.items.is_none() {
-        diags.push(Diagnostic::new(at.clone(), format!("{here} is an array without `items`")).with_help("add `items:` with the element schema"));
+        diags.push(
+            Diagnostic::new(at.clone(), format!("{here} is an array without `items`"))
+                .with_help("add `items:` with the element schema"),
+        );
     }
     if !is("array") && s.items.is_some() {
-        diags.push(Diagnostic::new(at.clone(), format!("{here} has `items` but is not `type: array`")));
+        diags.push(Diagnostic::new(
+            at.clone(),
+            format!("{here} has `items` but is not `type: array`"),
+        ));
     }
     if !is("object") && (!s.properties.is_empty() || s.additional_properties.is_some()) {
-        diags.push(Diagnostic::new(at.clone(), format!("{here} has properties but is not `type: object`")).with_help("add `type: object`"));
+        diags.push(
+            Diagnostic::new(
+                at.clone(),
+                format!("{here} has properties but is not `type: object`"),
+            )
+            .with_help("add `type: object`"),
+        );
     }
-    if !s.properties.is_empty() && s.additional_properties.as_ref().is_some_and(|a| !a.preserve_unknown_fields || a.type_.is_some()) {
-        diags.push(Diagnostic::new(at.clone(), format!("{here} has both `properties` and `additionalProperties`")).with_help("structural schemas use one or the other"));
+    if !s.properties.is_empty()
+        && s.additional_properties
+            .as_ref()
+            .is_some_and(|a| !a.preserve_unknown_fields || a.type_.is_some())
+    {
+        diags.push(
+            Diagnostic::new(
+                at.clone(),
+                format!("{here} has both `properties` and `additionalProperties`"),
+            )
+            .with_help("structural schemas use one or the other"),
+        );
     }
     let names: BTreeSet<&str> = s.properties.iter().map(|(k, _)| k.as_str()).collect();
     for r in &s.required {
         if !names.contains(r.as_str()) {
-            diags.push(Diagnostic::new(at.clone(), format!("{here} requires `{r}`, which is not among its properties")));
+            diags.push(Diagnostic::new(
+                at.clone(),
+                format!("{here} requires `{r}`, which is not among its properties"),
+            ));
         }
     }
     if let Some(lt) = &s.list_type {
         if !["atomic", "set", "map"].contains(&lt.as_str()) {
-            diags.push(Diagnostic::new(at.clone(), format!("{here}: unknown x-kubernetes-list-type `{lt}`")).with_help("use atomic, set or map"));
+            diags.push(
+                Diagnostic::new(
+                    at.clone(),
+                    format!("{here}: unknown x-kubernetes-list-type `{lt}`"),
+                )
+                .with_help("use atomic, set or map"),
+            );
         }
         if lt == "map" && s.list_map_keys.is_empty() {
-            diags.push(Diagnostic::new(at.clone(), format!("{here}: list-type map needs x-kubernetes-list-map-keys")));
+            diags.push(Diagnostic::new(
+                at.clone(),
+                format!("{here}: list-type map needs x-kubernetes-list-map-keys"),
+            ));
         }
     }
     if let Some(mt) = &s.map_type {
         if !["atomic", "granular"].contains(&mt.as_str()) {
-            diags.push(Diagnostic::new(at.clone(), format!("{here}: unknown x-kubernetes-map-type `{mt}`")).with_help("use atomic or granular"));
+            diags.push(
+                Diagnostic::new(
+                    at.clone(),
+                    format!("{here}: unknown x-kubernetes-map-type `{mt}`"),
+                )
+                .with_help("use atomic or granular"),
+            );
         }
     }
     if let Some(p) = &s.pattern {
         if p.is_empty() {
-            diags.push(Diagnostic::new(at.clone(), format!("{here} has an empty pattern")));
+            diags.push(Diagnostic::new(
+                at.clone(),
+                format!("{here} has an empty pattern"),
+            ));
         }
     }
     for (name, prop) in &s.properties {
-        let child = if path.is_empty() { name.clone() } else { format!("{path}.{name}") };
+        let child = if path.is_empty() {
+            name.clone()
+        } else {
+            format!("{path}.{name}")
+        };
         check_schema(prop, &at, &child, diags);
     }
     if let Some(i) = &s.items {
@@ -162,7 +276,13 @@ fn check_protobuf_fields(s: &Schema, fallback: &Location, top: bool, diags: &mut
         if let Some(n) = prop.protobuf_field {
             if let Some(prev) = seen.insert(n, name) {
                 let at = prop.location.clone().unwrap_or_else(|| fallback.clone());
-                diags.push(Diagnostic::new(at, format!("protobuf field {n} of `{name}` is already used by `{prev}`")).with_help("field numbers are unique within a message"));
+                diags.push(
+                    Diagnostic::new(
+                        at,
+                        format!("protobuf field {n} of `{name}` is already used by `{prev}`"),
+                    )
+                    .with_help("field numbers are unique within a message"),
+                );
             }
         }
         check_protobuf_fields(prop, fallback, false, diags);

@@ -25,8 +25,14 @@ fn opt(v: &Option<String>) -> TokenStream {
 }
 
 fn entry(d: &ResourceDef) -> TokenStream {
-    let (group, version, kind, list_kind, plural, singular) =
-        (&d.group, &d.version, &d.kind, &d.list_kind, &d.plural, &d.singular);
+    let (group, version, kind, list_kind, plural, singular) = (
+        &d.group,
+        &d.version,
+        &d.kind,
+        &d.list_kind,
+        &d.plural,
+        &d.singular,
+    );
     let namespaced = d.scope == Scope::Namespaced;
     let short_names = &d.short_names;
     let categories = &d.categories;
@@ -45,7 +51,8 @@ fn entry(d: &ResourceDef) -> TokenStream {
         let description = opt(&c.description);
         quote!(PrinterColumnDefinition { name: #name, type_: #type_, format: #format, description: #description, priority: #priority, json_path: #json_path })
     });
-    let schema = serde_json::to_string(&d.schema.to_json(true)).expect("JSON values always serialize");
+    let schema =
+        serde_json::to_string(&d.schema.to_json(true)).expect("JSON values always serialize");
     let source = d.location.file.as_str();
     quote! {
         ResourceDefinition {

@@ -31,8 +31,12 @@ pub fn emit(defs: &[ResourceDef]) -> Vec<GeneratedFile> {
     ];
     for (gv_path, doc) in openapi::emit(defs, &sources) {
         files.push(GeneratedFile {
-            path: format!("{GENERATED_DIR}/openapi/{}.json", gv_path.replace('/', "__")),
-            contents: serde_json::to_string_pretty(&doc).expect("JSON values always serialize") + "\n",
+            path: format!(
+                "{GENERATED_DIR}/openapi/{}.json",
+                gv_path.replace('/', "__")
+            ),
+            contents: serde_json::to_string_pretty(&doc).expect("JSON values always serialize")
+                + "\n",
         });
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));

@@ -12,9 +12,18 @@ use crate::model::{ResourceDef, Scope};
 pub fn emit(defs: &[ResourceDef], sources: &str) -> Vec<(String, Value)> {
     let mut by_gv: BTreeMap<String, Vec<&ResourceDef>> = BTreeMap::new();
     for d in defs {
-        by_gv.entry(d.url_prefix().trim_start_matches('/').to_string()).or_default().push(d);
+        by_gv
+            .entry(d.url_prefix().trim_start_matches('/').to_string())
+            .or_default()
+            .push(d);
     }
-    by_gv.into_iter().map(|(gv, defs)| { let doc = document(&gv, &defs, sources); (gv, doc) }).collect()
+    by_gv
+        .into_iter()
+        .map(|(gv, defs)| {
+            let doc = document(&gv, &defs, sources);
+            (gv, doc)
+        })
+        .collect()
 }
 
 fn document(gv: &str, defs: &[&ResourceDef], sources: &str) -> Value {
@@ -23,7 +32,10 @@ fn document(gv: &str, defs: &[&ResourceDef], sources: &str) -> Value {
     for d in defs {
         let name = schema_name(&d.group, &d.version, &d.kind);
         schemas.insert(name.clone(), kind_schema(d));
-        schemas.insert(schema_name(&d.group, &d.version, &d.list_kind), list_schema(d, &name));
+        schemas.insert(
+            schema_name(&d.group, &d.version, &d.list_kind),
+            list_schema(d, &name),
+        );
         for (path, item) in paths_of(d, &name) {
             paths.insert(path, item);
         }
@@ -60,7 +72,10 @@ fn kind_schema(d: &ResourceDef) -> Value {
         props.extend(own);
     }
     obj.insert("properties".into(), Value::Object(props));
-    obj.insert("x-kubernetes-group-version-kind".into(), json!([gvk(d, &d.kind)]));
+    obj.insert(
+        "x-kubernetes-group-version-kind".into(),
+        json!([gvk(d, &d.kind)]),
+    );
     s
 }
 
@@ -93,9 +108,16 @@ fn common_params(namespaced: bool, named: bool) -> Vec<Value> {
         v.push(path_param("name", "name of the resource"));
     }
     if namespaced {
-        v.push(path_param("namespace", "object name and auth scope, such as for teams and projects"));
+        v.push(path_param(
+            "namespace",
+            "object name and auth scope, such as for teams and projects",
+        ));
     }
-    v.push(query("pretty", "If 'true', then the output is pretty printed.", json!({ "type": "string" })));
+    v.push(query(
+        "pretty",
+        "If 'true', then the output is pretty printed.",
+        json!({ "type": "string" }),
+    ));
     v
 }
 
@@ -142,18 +164,35 @@ fn responses(codes: &[&str], schema: &str) -> Value {
 }
 
 fn operation_id(verb: &str, d: &ResourceDef, suffix: &str, all_namespaces: bool) -> String {
-    let group = if d.group.is_empty() { "Core".to_string() } else { super::super::names::upper_camel(d.group.split('.').next().unwrap_or("")) };
+    let group = if d.group.is_empty() {
+        "Core".to_string()
+    } else {
+        super::super::names::upper_camel(d.group.split('.').next().unwrap_or(""))
+    };
     let version = super::super::names::upper_camel(&d.version);
     let ns = match (d.scope, all_namespaces) {
         (Scope::Namespaced, false) => "Namespaced",
         (Scope::Namespaced, true) => "",
         (Scope::Cluster, _) => "",
     };
-    let tail = if all_namespaces { "ForAllNamespaces" } else { "" };
+    let tail = if all_namespaces {
+        "ForAllNamespaces"
+    } else {
+        ""
+    };
     format!("{verb}{group}{version}{ns}{}{suffix}{tail}", d.kind)
 }
 
-fn op(d: &ResourceDef, verb: &str, action: &str, kind: &str, params: Vec<Value>, request: Option<Value>, resp: Value, id: String) -> Value {
+fn op(
+    d: &ResourceDef,
+    verb: &str,
+    action: &str,
+    kind: &str,
+    params: Vec<Value>,
+    request: Option<Value>,
+    resp: Value,
+    id: String,
+) -> Value {
     let mut o = json!({
         "tags": [if d.group.is_empty() { format!("core_{}", d.version) } else { format!("{}_{}", d.group.replace('.', "_"), d.version) }],
         "description": format!("{verb} {}", kind),
@@ -176,52 +215,208 @@ fn paths_of(d: &ResourceDef, item: &str) -> Vec<(String, Value)> {
     let namespaced = d.scope == Scope::Namespaced;
     let list = schema_name(&d.group, &d.version, &d.list_kind);
     let status = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
-    let base = if namespaced { format!("{prefix}/namespaces/{{namespace}}/{}", d.plural) } else { format!("{prefix}/{}", d.plural) };
+    let base = if namespaced {
+        format!("{prefix}/namespaces/{{namespace}}/{}", d.plural)
+    } else {
+        format!("{prefix}/{}", d.plural)
+    };
     let mut out = Vec::new();
 
     let mut coll = Map::new();
-    coll.insert("get".into(), op(d, "list or watch objects of kind", "list", &d.kind, list_params(), None, responses(&["200"], &list), operation_id("list", d, "", false)));
-    coll.insert("post".into(), op(d, "create a", "post", &d.kind, write_params(), Some(body(item)), responses(&["200", "201", "202"], item), operation_id("create", d, "", false)));
+    coll.insert(
+        "get".into(),
+        op(
+            d,
+            "list or watch objects of kind",
+            "list",
+            &d.kind,
+            list_params(),
+            None,
+            responses(&["200"], &list),
+            operation_id("list", d, "", false),
+        ),
+    );
+    coll.insert(
+        "post".into(),
+        op(
+            d,
+            "create a",
+            "post",
+            &d.kind,
+            write_params(),
+            Some(body(item)),
+            responses(&["200", "201", "202"], item),
+            operation_id("create", d, "", false),
+        ),
+    );
     let mut dc_params = list_params();
     dc_params.retain(|p| p["name"] != "watch" && p["name"] != "allowWatchBookmarks");
-    dc_params.push(query("dryRun", "When present, indicates that modifications should not be persisted. Valid value: All.", json!({ "type": "string" })));
-    coll.insert("delete".into(), op(d, "delete collection of", "deletecollection", &d.kind, dc_params, None, responses(&["200"], status), operation_id("deletecollection", d, "", false)));
-    coll.insert("parameters".into(), Value::Array(common_params(namespaced, false)));
+    dc_params.push(query(
+        "dryRun",
+        "When present, indicates that modifications should not be persisted. Valid value: All.",
+        json!({ "type": "string" }),
+    ));
+    coll.insert(
+        "delete".into(),
+        op(
+            d,
+            "delete collection of",
+            "deletecollection",
+            &d.kind,
+            dc_params,
+            None,
+            responses(&["200"], status),
+            operation_id("deletecollection", d, "", false),
+        ),
+    );
+    coll.insert(
+        "parameters".into(),
+        Value::Array(common_params(namespaced, false)),
+    );
     out.push((base.clone(), Value::Object(coll)));
 
     let mut one = Map::new();
-    one.insert("get".into(), op(d, "read the specified", "get", &d.kind, vec![], None, responses(&["200"], item), operation_id("read", d, "", false)));
-    one.insert("put".into(), op(d, "replace the specified", "put", &d.kind, write_params(), Some(body(item)), responses(&["200", "201"], item), operation_id("replace", d, "", false)));
+    one.insert(
+        "get".into(),
+        op(
+            d,
+            "read the specified",
+            "get",
+            &d.kind,
+            vec![],
+            None,
+            responses(&["200"], item),
+            operation_id("read", d, "", false),
+        ),
+    );
+    one.insert(
+        "put".into(),
+        op(
+            d,
+            "replace the specified",
+            "put",
+            &d.kind,
+            write_params(),
+            Some(body(item)),
+            responses(&["200", "201"], item),
+            operation_id("replace", d, "", false),
+        ),
+    );
     let mut patch_params = write_params();
-    patch_params.push(query("force", "Force is going to \"force\" Apply requests.", json!({ "type": "boolean" })));
+    patch_params.push(query(
+        "force",
+        "Force is going to \"force\" Apply requests.",
+        json!({ "type": "boolean" }),
+    ));
     let patch_body = json!({ "content": {
         "application/apply-patch+yaml": { "schema": meta::meta_ref("Patch") },
         "application/json-patch+json": { "schema": meta::meta_ref("Patch") },
         "application/merge-patch+json": { "schema": meta::meta_ref("Patch") },
         "application/strategic-merge-patch+json": { "schema": meta::meta_ref("Patch") },
     }, "required": true });
-    one.insert("patch".into(), op(d, "partially update the specified", "patch", &d.kind, patch_params, Some(patch_body), responses(&["200", "201"], item), operation_id("patch", d, "", false)));
+    one.insert(
+        "patch".into(),
+        op(
+            d,
+            "partially update the specified",
+            "patch",
+            &d.kind,
+            patch_params,
+            Some(patch_body),
+            responses(&["200", "201"], item),
+            operation_id("patch", d, "", false),
+        ),
+    );
     let del_params = vec![
-        query("dryRun", "When present, indicates that modifications should not be persisted. Valid value: All.", json!({ "type": "string" })),
-        query("gracePeriodSeconds", "The duration in seconds before the object should be deleted.", json!({ "type": "integer" })),
-        query("propagationPolicy", "Whether and how garbage collection will be performed.", json!({ "type": "string" })),
+        query(
+            "dryRun",
+            "When present, indicates that modifications should not be persisted. Valid value: All.",
+            json!({ "type": "string" }),
+        ),
+        query(
+            "gracePeriodSeconds",
+            "The duration in seconds before the object should be deleted.",
+            json!({ "type": "integer" }),
+        ),
+        query(
+            "propagationPolicy",
+            "Whether and how garbage collection will be performed.",
+            json!({ "type": "string" }),
+        ),
     ];
-    one.insert("delete".into(), op(d, "delete a", "delete", &d.kind, del_params, None, responses(&["200", "202"], status), operation_id("delete", d, "", false)));
-    one.insert("parameters".into(), Value::Array(common_params(namespaced, true)));
+    one.insert(
+        "delete".into(),
+        op(
+            d,
+            "delete a",
+            "delete",
+            &d.kind,
+            del_params,
+            None,
+            responses(&["200", "202"], status),
+            operation_id("delete", d, "", false),
+        ),
+    );
+    one.insert(
+        "parameters".into(),
+        Value::Array(common_params(namespaced, true)),
+    );
     out.push((format!("{base}/{{name}}"), Value::Object(one)));
 
     if d.subresources.status {
         let mut st = Map::new();
-        st.insert("get".into(), op(d, "read status of the specified", "get", &d.kind, vec![], None, responses(&["200"], item), operation_id("read", d, "Status", false)));
-        st.insert("put".into(), op(d, "replace status of the specified", "put", &d.kind, write_params(), Some(body(item)), responses(&["200", "201"], item), operation_id("replace", d, "Status", false)));
-        st.insert("parameters".into(), Value::Array(common_params(namespaced, true)));
+        st.insert(
+            "get".into(),
+            op(
+                d,
+                "read status of the specified",
+                "get",
+                &d.kind,
+                vec![],
+                None,
+                responses(&["200"], item),
+                operation_id("read", d, "Status", false),
+            ),
+        );
+        st.insert(
+            "put".into(),
+            op(
+                d,
+                "replace status of the specified",
+                "put",
+                &d.kind,
+                write_params(),
+                Some(body(item)),
+                responses(&["200", "201"], item),
+                operation_id("replace", d, "Status", false),
+            ),
+        );
+        st.insert(
+            "parameters".into(),
+            Value::Array(common_params(namespaced, true)),
+        );
         out.push((format!("{base}/{{name}}/status"), Value::Object(st)));
     }
 
     if namespaced {
         let mut all = Map::new();
-        all.insert("get".into(), op(d, "list or watch objects of kind", "list", &d.kind, list_params(), None, responses(&["200"], &list), operation_id("list", d, "", true)));
-        all.insert("parameters".into(), Value::Array(common_params(false, false)));
+        all.insert(
+            "get".into(),
+            op(
+                d,
+                "list or watch objects of kind",
+                "list",
+                &d.kind,
+                list_params(),
+                None,
+                responses(&["200"], &list),
+                operation_id("list", d, "", true),
+            ),
+        );
+        all.insert(
+            "parameters".into(),
+            Value::Array(common_params(false, false)),
+        );
         out.push((format!("{prefix}/{}", d.plural), Value::Object(all)));
     }
     out

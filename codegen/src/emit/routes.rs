@@ -30,18 +30,39 @@ struct PathRoutes {
 fn resource_routes(d: &ResourceDef) -> Vec<TokenStream> {
     let prefix = d.url_prefix();
     let plural = &d.plural;
-    let collection = [("get", "list"), ("post", "create"), ("delete", "delete_collection")];
-    let item = [("get", "get"), ("put", "update"), ("patch", "patch"), ("delete", "delete")];
+    let collection = [
+        ("get", "list"),
+        ("post", "create"),
+        ("delete", "delete_collection"),
+    ];
+    let item = [
+        ("get", "get"),
+        ("put", "update"),
+        ("patch", "patch"),
+        ("delete", "delete"),
+    ];
     let mut paths = Vec::new();
     let base = match d.scope {
         Scope::Namespaced => {
-            paths.push(PathRoutes { path: format!("{prefix}/{plural}"), subresource: None, methods: vec![("get", "list")] });
+            paths.push(PathRoutes {
+                path: format!("{prefix}/{plural}"),
+                subresource: None,
+                methods: vec![("get", "list")],
+            });
             format!("{prefix}/namespaces/{{namespace}}/{plural}")
         }
         Scope::Cluster => format!("{prefix}/{plural}"),
     };
-    paths.push(PathRoutes { path: base.clone(), subresource: None, methods: collection.to_vec() });
-    paths.push(PathRoutes { path: format!("{base}/{{name}}"), subresource: None, methods: item.to_vec() });
+    paths.push(PathRoutes {
+        path: base.clone(),
+        subresource: None,
+        methods: collection.to_vec(),
+    });
+    paths.push(PathRoutes {
+        path: format!("{base}/{{name}}"),
+        subresource: None,
+        methods: item.to_vec(),
+    });
     if d.subresources.status {
         paths.push(PathRoutes {
             path: format!("{base}/{{name}}/status"),

@@ -14,7 +14,12 @@ pub fn emit_mod(defs: &[ResourceDef]) -> TokenStream {
         let mut v: Vec<(String, String)> = defs
             .iter()
             .filter(|d| matches!(d.origin, Origin::Rust { .. }))
-            .map(|d| (module_of_file(&d.location.file), format!("../../../{}", d.location.file)))
+            .map(|d| {
+                (
+                    module_of_file(&d.location.file),
+                    format!("../../../{}", d.location.file),
+                )
+            })
             .collect();
         v.sort();
         v.dedup();
@@ -22,7 +27,10 @@ pub fn emit_mod(defs: &[ResourceDef]) -> TokenStream {
     };
     let rust_mods = rust_defs.iter().map(|(m, path)| {
         let ident = format_ident!("{}", m);
-        let doc = format!("Rust definitions from `{}`.", path.trim_start_matches("../../../"));
+        let doc = format!(
+            "Rust definitions from `{}`.",
+            path.trim_start_matches("../../../")
+        );
         quote! {
             #[doc = #doc]
             #[path = #path]
@@ -30,7 +38,10 @@ pub fn emit_mod(defs: &[ResourceDef]) -> TokenStream {
         }
     });
     let gvs: Vec<String> = {
-        let mut v: Vec<String> = defs.iter().map(|d| d.url_prefix().trim_start_matches('/').to_string()).collect();
+        let mut v: Vec<String> = defs
+            .iter()
+            .map(|d| d.url_prefix().trim_start_matches('/').to_string())
+            .collect();
         v.dedup();
         v
     };
@@ -53,16 +64,39 @@ pub fn emit_mod(defs: &[ResourceDef]) -> TokenStream {
 
 /// Module name for a Rust definition file: its stem, made an identifier.
 fn module_of_file(file: &str) -> String {
-    let stem = file.rsplit('/').next().unwrap_or(file).trim_end_matches(".rs");
-    stem.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect()
+    let stem = file
+        .rsplit('/')
+        .next()
+        .unwrap_or(file)
+        .trim_end_matches(".rs");
+    stem.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 pub fn emit_types(defs: &[ResourceDef]) -> TokenStream {
     let mut by_module: BTreeMap<String, Vec<TokenStream>> = BTreeMap::new();
     for d in defs.iter().filter(|d| d.origin == Origin::Yaml) {
-        let module = if d.group.is_empty() { format!("core_{}", d.version) } else { format!("{}_{}", d.group.replace(['.', '-'], "_"), d.version) };
+        let module = if d.group.is_empty() {
+            format!("core_{}", d.version)
+        } else {
+            format!("{}_{}", d.group.replace(['.', '-'], "_"), d.version)
+        };
         let mut structs = Vec::new();
-        let doc = d.schema.description.clone().unwrap_or_else(|| format!("{} ({}), from `{}`.", d.kind, d.api_version(), d.location.file));
+        let doc = d.schema.description.clone().unwrap_or_else(|| {
+            format!(
+                "{} ({}), from `{}`.",
+                d.kind,
+                d.api_version(),
+                d.location.file
+            )
+        });
         struct_def(&d.kind, &doc, &d.schema, &mut structs);
         by_module.entry(module).or_default().extend(structs);
     }
@@ -98,9 +132,16 @@ fn struct_def(name: &str, doc: &str, schema: &Schema, out: &mut Vec<TokenStream>
             let (ty, attrs) = if required {
                 (ty, quote!())
             } else {
-                (quote!(Option<#ty>), quote!(#[serde(default, skip_serializing_if = "Option::is_none")]))
+                (
+                    quote!(Option<#ty>),
+                    quote!(#[serde(default, skip_serializing_if = "Option::is_none")]),
+                )
             };
-            let doc_attr = if doc.is_empty() { quote!() } else { quote!(#[doc = #doc]) };
+            let doc_attr = if doc.is_empty() {
+                quote!()
+            } else {
+                quote!(#[doc = #doc])
+            };
             quote! {
                 #doc_attr
                 #[serde(rename = #prop)]
@@ -129,11 +170,18 @@ fn rust_type(name: &str, s: &Schema, out: &mut Vec<TokenStream>) -> TokenStream 
         Some("integer") => quote!(i64),
         Some("number") => quote!(f64),
         Some("array") => {
-            let inner = s.items.as_deref().map(|i| rust_type(&format!("{name}Item"), i, out)).unwrap_or(quote!(serde_json::Value));
+            let inner = s
+                .items
+                .as_deref()
+                .map(|i| rust_type(&format!("{name}Item"), i, out))
+                .unwrap_or(quote!(serde_json::Value));
             quote!(Vec<#inner>)
         }
         Some("object") if !s.properties.is_empty() => {
-            let doc = s.description.clone().unwrap_or_else(|| format!("The `{name}` part."));
+            let doc = s
+                .description
+                .clone()
+                .unwrap_or_else(|| format!("The `{name}` part."));
             struct_def(name, &doc, s, out);
             let ident = format_ident!("{}", name);
             quote!(#ident)
@@ -167,9 +215,12 @@ fn field_ident(prop: &str) -> syn::Ident {
         snake.insert(0, '_');
     }
     match snake.as_str() {
-        "type" | "ref" | "match" | "struct" | "enum" | "fn" | "mod" | "use" | "impl" | "loop" | "move" | "static" | "where" | "async" | "await" | "dyn" | "box" | "in" | "for" | "if" | "else" | "let" | "mut" | "pub" | "return" | "trait" | "true" | "false" | "while" | "const" | "crate" | "extern" | "as" | "break" | "continue" | "unsafe" | "override" | "final" | "macro" | "yield" | "try" | "abstract" | "become" | "do" | "priv" | "typeof" | "unsized" | "virtual" => {
-            syn::Ident::new_raw(&snake, Span::call_site())
-        }
+        "type" | "ref" | "match" | "struct" | "enum" | "fn" | "mod" | "use" | "impl" | "loop"
+        | "move" | "static" | "where" | "async" | "await" | "dyn" | "box" | "in" | "for" | "if"
+        | "else" | "let" | "mut" | "pub" | "return" | "trait" | "true" | "false" | "while"
+        | "const" | "crate" | "extern" | "as" | "break" | "continue" | "unsafe" | "override"
+        | "final" | "macro" | "yield" | "try" | "abstract" | "become" | "do" | "priv"
+        | "typeof" | "unsized" | "virtual" => syn::Ident::new_raw(&snake, Span::call_site()),
         "self" | "super" | "Self" => format_ident!("{}_", snake),
         _ => format_ident!("{}", snake),
     }

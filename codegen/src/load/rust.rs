@@ -20,7 +20,10 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Vec<ResourceDef>
     let ast = match syn::parse_file(text) {
         Ok(f) => f,
         Err(e) => {
-            diags.push(Diagnostic::new(loc(file, e.span()), format!("invalid Rust: {e}")));
+            diags.push(Diagnostic::new(
+                loc(file, e.span()),
+                format!("invalid Rust: {e}"),
+            ));
             return vec![];
         }
     };
@@ -33,7 +36,10 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Vec<ResourceDef>
             _ => None,
         })
         .collect();
-    let lower = Lower { file, items: &items };
+    let lower = Lower {
+        file,
+        items: &items,
+    };
 
     let mut out = Vec::new();
     for item in &ast.items {
@@ -54,12 +60,18 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Vec<ResourceDef>
         };
         let mut schema = lower.struct_schema(st, &st.attrs, diags, 0);
         schema.description = doc(&st.attrs);
-        schema.properties.retain(|(k, _)| !IMPLIED_FIELDS.contains(&k.as_str()));
-        schema.required.retain(|k| !IMPLIED_FIELDS.contains(&k.as_str()));
+        schema
+            .properties
+            .retain(|(k, _)| !IMPLIED_FIELDS.contains(&k.as_str()));
+        schema
+            .required
+            .retain(|k| !IMPLIED_FIELDS.contains(&k.as_str()));
         let kind = attrs.kind.unwrap_or_default();
         out.push(ResourceDef {
             location: loc(file, st.ident.span()),
-            origin: Origin::Rust { type_name: st.ident.to_string() },
+            origin: Origin::Rust {
+                type_name: st.ident.to_string(),
+            },
             group: attrs.group.unwrap_or_default(),
             version: attrs.version.unwrap_or_default(),
             plural: attrs.plural.unwrap_or_else(|| infer_plural(&kind)),
@@ -70,7 +82,10 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Vec<ResourceDef>
             short_names: attrs.short_names,
             categories: attrs.categories,
             schema,
-            subresources: Subresources { status: attrs.status, scale: attrs.scale },
+            subresources: Subresources {
+                status: attrs.status,
+                scale: attrs.scale,
+            },
             printer_columns: attrs.printer_columns,
         });
     }
@@ -79,20 +94,31 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Vec<ResourceDef>
 
 fn loc(file: &str, span: proc_macro2::Span) -> Location {
     let start = span.start();
-    Location { file: file.to_string(), line: start.line.max(1), column: start.column + 1 }
+    Location {
+        file: file.to_string(),
+        line: start.line.max(1),
+        column: start.column + 1,
+    }
 }
 
 fn derives_resource(attrs: &[Attribute]) -> bool {
-    attrs.iter().filter(|a| a.path().is_ident("derive")).any(|a| {
-        let mut found = false;
-        let _ = a.parse_nested_meta(|m| {
-            if m.path.segments.last().is_some_and(|s| s.ident == "Resource") {
-                found = true;
-            }
-            Ok(())
-        });
-        found
-    })
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("derive"))
+        .any(|a| {
+            let mut found = false;
+            let _ = a.parse_nested_meta(|m| {
+                if m.path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "Resource")
+                {
+                    found = true;
+                }
+                Ok(())
+            });
+            found
+        })
 }
 
 /// The text of `///` doc comments, joined like rustdoc's first paragraphs.
@@ -102,7 +128,10 @@ fn doc(attrs: &[Attribute]) -> Option<String> {
         .filter(|a| a.path().is_ident("doc"))
         .filter_map(|a| match &a.meta {
             syn::Meta::NameValue(nv) => match &nv.value {
-                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Some(s.value().trim().to_string()),
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) => Some(s.value().trim().to_string()),
                 _ => None,
             },
             _ => None,
@@ -126,10 +155,16 @@ fn serde_attrs(attrs: &[Attribute]) -> SerdeAttrs {
     let mut out = SerdeAttrs::default();
     for a in attrs.iter().filter(|a| a.path().is_ident("serde")) {
         let _ = a.parse_nested_meta(|m| {
-            let key = m.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+            let key = m
+                .path
+                .get_ident()
+                .map(|i| i.to_string())
+                .unwrap_or_default();
             match key.as_str() {
                 "rename" => out.rename = m.value()?.parse::<syn::LitStr>().ok().map(|s| s.value()),
-                "rename_all" => out.rename_all_camel = m.value()?.parse::<syn::LitStr>()?.value() == "camelCase",
+                "rename_all" => {
+                    out.rename_all_camel = m.value()?.parse::<syn::LitStr>()?.value() == "camelCase"
+                }
                 "default" => {
                     out.default = true;
                     if m.input.peek(syn::Token![=]) {
@@ -156,7 +191,13 @@ struct Lower<'a> {
 }
 
 impl Lower<'_> {
-    fn struct_schema(&self, st: &syn::ItemStruct, attrs: &[Attribute], diags: &mut Diagnostics, depth: usize) -> Schema {
+    fn struct_schema(
+        &self,
+        st: &syn::ItemStruct,
+        attrs: &[Attribute],
+        diags: &mut Diagnostics,
+        depth: usize,
+    ) -> Schema {
         let container = serde_attrs(attrs);
         let mut s = Schema {
             location: Some(loc(self.file, st.ident.span())),
@@ -177,13 +218,26 @@ impl Lower<'_> {
             }
             if fa.flatten {
                 diags.push(
-                    Diagnostic::new(loc(self.file, f.span()), "#[serde(flatten)] is not supported in definitions")
-                        .with_help("declare the fields directly on the struct"),
+                    Diagnostic::new(
+                        loc(self.file, f.span()),
+                        "#[serde(flatten)] is not supported in definitions",
+                    )
+                    .with_help("declare the fields directly on the struct"),
                 );
                 continue;
             }
-            let ident = f.ident.as_ref().map(|i| i.to_string().trim_start_matches("r#").to_string()).unwrap_or_default();
-            let name = fa.rename.clone().unwrap_or_else(|| if container.rename_all_camel { camel_case(&ident) } else { ident.clone() });
+            let ident = f
+                .ident
+                .as_ref()
+                .map(|i| i.to_string().trim_start_matches("r#").to_string())
+                .unwrap_or_default();
+            let name = fa.rename.clone().unwrap_or_else(|| {
+                if container.rename_all_camel {
+                    camel_case(&ident)
+                } else {
+                    ident.clone()
+                }
+            });
             let (inner, optional) = match option_inner(&f.ty) {
                 Some(t) => (t, true),
                 None => (&f.ty, false),
@@ -210,7 +264,9 @@ impl Lower<'_> {
         let Type::Path(tp) = ty else {
             return self.unsupported(ty, diags);
         };
-        let Some(last) = tp.path.segments.last() else { return self.unsupported(ty, diags) };
+        let Some(last) = tp.path.segments.last() else {
+            return self.unsupported(ty, diags);
+        };
         let name = last.ident.to_string();
         match name.as_str() {
             "String" => simple("string", None),
@@ -219,7 +275,10 @@ impl Lower<'_> {
             "i64" | "u64" | "isize" | "usize" => simple("integer", Some("int64")),
             "f32" => simple("number", Some("float")),
             "f64" => simple("number", Some("double")),
-            "Value" => Schema { preserve_unknown_fields: true, ..Schema::default() },
+            "Value" => Schema {
+                preserve_unknown_fields: true,
+                ..Schema::default()
+            },
             "Vec" => match generic_args(last).as_slice() {
                 [t] => Schema {
                     type_: Some("array".into()),
@@ -236,19 +295,21 @@ impl Lower<'_> {
                 },
                 _ => self.unsupported(ty, diags),
             },
-            other => match self.items.get(other) {
-                Some(_) if depth > 32 => {
-                    diags.push(Diagnostic::new(loc(self.file, ty.span()), format!("`{other}` nests itself too deeply; recursive types are not supported")));
-                    Schema::default()
+            other => {
+                match self.items.get(other) {
+                    Some(_) if depth > 32 => {
+                        diags.push(Diagnostic::new(loc(self.file, ty.span()), format!("`{other}` nests itself too deeply; recursive types are not supported")));
+                        Schema::default()
+                    }
+                    Some(Item::Struct(st)) => {
+                        let mut s = self.struct_schema(st, &st.attrs, diags, depth);
+                        s.description = doc(&st.attrs);
+                        s
+                    }
+                    Some(Item::Enum(en)) => self.enum_schema(en, diags),
+                    _ => self.unsupported(ty, diags),
                 }
-                Some(Item::Struct(st)) => {
-                    let mut s = self.struct_schema(st, &st.attrs, diags, depth);
-                    s.description = doc(&st.attrs);
-                    s
-                }
-                Some(Item::Enum(en)) => self.enum_schema(en, diags),
-                _ => self.unsupported(ty, diags),
-            },
+            }
         }
     }
 
@@ -257,12 +318,19 @@ impl Lower<'_> {
         for v in &en.variants {
             if !matches!(v.fields, Fields::Unit) {
                 diags.push(
-                    Diagnostic::new(loc(self.file, v.span()), format!("enum variant `{}` carries data", v.ident))
-                        .with_help("only enums of unit variants (string enums) are supported in definitions"),
+                    Diagnostic::new(
+                        loc(self.file, v.span()),
+                        format!("enum variant `{}` carries data", v.ident),
+                    )
+                    .with_help(
+                        "only enums of unit variants (string enums) are supported in definitions",
+                    ),
                 );
                 continue;
             }
-            let name = serde_attrs(&v.attrs).rename.unwrap_or_else(|| v.ident.to_string());
+            let name = serde_attrs(&v.attrs)
+                .rename
+                .unwrap_or_else(|| v.ident.to_string());
             values.push(serde_json::Value::String(name));
         }
         Schema {

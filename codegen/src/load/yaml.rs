@@ -5,7 +5,9 @@ use marked_yaml::types::{MarkedMappingNode, MarkedScalarNode};
 use marked_yaml::{LoaderOptions, Node};
 
 use crate::diagnostics::{suggest, Diagnostic, Diagnostics, Location};
-use crate::model::{Origin, PrinterColumn, ResourceDef, ScaleSubresource, Schema, Scope, Subresources};
+use crate::model::{
+    Origin, PrinterColumn, ResourceDef, ScaleSubresource, Schema, Scope, Subresources,
+};
 use crate::names::infer_plural;
 
 const TOP_KEYS: &[&str] = &[
@@ -44,8 +46,19 @@ const SCHEMA_KEYS: &[&str] = &[
     "x-protobuf-field",
 ];
 const SUBRESOURCE_KEYS: &[&str] = &["status", "scale"];
-const SCALE_KEYS: &[&str] = &["specReplicasPath", "statusReplicasPath", "labelSelectorPath"];
-const COLUMN_KEYS: &[&str] = &["name", "type", "format", "description", "priority", "jsonPath"];
+const SCALE_KEYS: &[&str] = &[
+    "specReplicasPath",
+    "statusReplicasPath",
+    "labelSelectorPath",
+];
+const COLUMN_KEYS: &[&str] = &[
+    "name",
+    "type",
+    "format",
+    "description",
+    "priority",
+    "jsonPath",
+];
 
 /// Loads one YAML definition file. Returns `None` (with diagnostics) when it is unusable.
 pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceDef> {
@@ -73,10 +86,16 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
             }
         }
     };
-    let group = required_str("group", "group: example.dev   # \"\" for the core group", diags);
+    let group = required_str(
+        "group",
+        "group: example.dev   # \"\" for the core group",
+        diags,
+    );
     let version = required_str("version", "version: v1", diags);
     let kind = required_str("kind", "kind: Widget", diags);
-    let optional_str = |key: &str, diags: &mut Diagnostics| map.get_node(key).and_then(|n| cx.string(n, key, diags));
+    let optional_str = |key: &str, diags: &mut Diagnostics| {
+        map.get_node(key).and_then(|n| cx.string(n, key, diags))
+    };
     let plural = optional_str("plural", diags);
     let singular = optional_str("singular", diags);
     let list_kind = optional_str("listKind", diags);
@@ -103,8 +122,14 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
             None => None,
         },
     };
-    let short_names = map.get_node("shortNames").map(|n| cx.string_list(n, "shortNames", diags)).unwrap_or_default();
-    let categories = map.get_node("categories").map(|n| cx.string_list(n, "categories", diags)).unwrap_or_default();
+    let short_names = map
+        .get_node("shortNames")
+        .map(|n| cx.string_list(n, "shortNames", diags))
+        .unwrap_or_default();
+    let categories = map
+        .get_node("categories")
+        .map(|n| cx.string_list(n, "categories", diags))
+        .unwrap_or_default();
     let schema = match map.get_node("schema") {
         Some(n) => cx.schema(n, None, diags),
         None => {
@@ -115,7 +140,10 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
             Schema::default()
         }
     };
-    let subresources = map.get_node("subresources").map(|n| cx.subresources(n, diags)).unwrap_or_default();
+    let subresources = map
+        .get_node("subresources")
+        .map(|n| cx.subresources(n, diags))
+        .unwrap_or_default();
     let printer_columns = map
         .get_node("additionalPrinterColumns")
         .map(|n| cx.printer_columns(n, diags))
@@ -144,10 +172,22 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
 fn load_error(file: &str, e: &marked_yaml::LoadError) -> Diagnostic {
     use marked_yaml::LoadError::*;
     let (marker, msg, help) = match e {
-        TopLevelMustBeMapping(m) => (Some(*m), "a definition file must be a YAML mapping".to_string(), Some("start with `group:`, `version:`, `kind:` ...")),
+        TopLevelMustBeMapping(m) => (
+            Some(*m),
+            "a definition file must be a YAML mapping".to_string(),
+            Some("start with `group:`, `version:`, `kind:` ..."),
+        ),
         MappingKeyMustBeScalar(m) => (Some(*m), "mapping keys must be plain strings".into(), None),
-        UnexpectedAnchor(m) => (Some(*m), "YAML anchors are not supported in definitions".into(), Some("write the value out in full")),
-        UnexpectedTag(m) => (Some(*m), "YAML tags are not supported in definitions".into(), Some("remove the `!tag`")),
+        UnexpectedAnchor(m) => (
+            Some(*m),
+            "YAML anchors are not supported in definitions".into(),
+            Some("write the value out in full"),
+        ),
+        UnexpectedTag(m) => (
+            Some(*m),
+            "YAML tags are not supported in definitions".into(),
+            Some("remove the `!tag`"),
+        ),
         ScanError(m, s) => (Some(*m), format!("invalid YAML: {}", s.info()), None),
         DuplicateKey(inner) => (
             inner.key.span().start().copied(),
@@ -174,14 +214,30 @@ struct Cx<'a> {
 
 impl Cx<'_> {
     fn loc(&self, span: &marked_yaml::Span) -> Location {
-        let (line, column) = span.start().map(|m| (m.line(), m.column())).unwrap_or((1, 1));
-        Location { file: self.file.to_string(), line, column }
+        let (line, column) = span
+            .start()
+            .map(|m| (m.line(), m.column()))
+            .unwrap_or((1, 1));
+        Location {
+            file: self.file.to_string(),
+            line,
+            column,
+        }
     }
 
-    fn check_keys(&self, map: &MarkedMappingNode, known: &[&str], what: &str, diags: &mut Diagnostics) {
+    fn check_keys(
+        &self,
+        map: &MarkedMappingNode,
+        known: &[&str],
+        what: &str,
+        diags: &mut Diagnostics,
+    ) {
         for key in map.keys() {
             if !known.contains(&key.as_str()) {
-                let mut d = Diagnostic::new(self.loc(key.span()), format!("unknown key `{}` in {what}", key.as_str()));
+                let mut d = Diagnostic::new(
+                    self.loc(key.span()),
+                    format!("unknown key `{}` in {what}", key.as_str()),
+                );
                 d = d.with_help(match suggest(key.as_str(), known) {
                     Some(s) => format!("did you mean `{s}`?"),
                     None => format!("expected one of: {}", known.join(", ")),
@@ -191,37 +247,58 @@ impl Cx<'_> {
         }
     }
 
-    fn scalar<'n>(&self, node: &'n Node, key: &str, expected: &str, diags: &mut Diagnostics) -> Option<&'n MarkedScalarNode> {
+    fn scalar<'n>(
+        &self,
+        node: &'n Node,
+        key: &str,
+        expected: &str,
+        diags: &mut Diagnostics,
+    ) -> Option<&'n MarkedScalarNode> {
         match node.as_scalar() {
             Some(s) => Some(s),
             None => {
-                diags.push(Diagnostic::new(self.loc(node.span()), format!("`{key}` must be {expected}")));
+                diags.push(Diagnostic::new(
+                    self.loc(node.span()),
+                    format!("`{key}` must be {expected}"),
+                ));
                 None
             }
         }
     }
 
     fn string(&self, node: &Node, key: &str, diags: &mut Diagnostics) -> Option<String> {
-        self.scalar(node, key, "a string", diags).map(|s| s.as_str().to_string())
+        self.scalar(node, key, "a string", diags)
+            .map(|s| s.as_str().to_string())
     }
 
     fn boolean(&self, node: &Node, key: &str, diags: &mut Diagnostics) -> Option<bool> {
         let s = self.scalar(node, key, "true or false", diags)?;
         let b = s.as_bool();
         if b.is_none() {
-            diags.push(Diagnostic::new(self.loc(node.span()), format!("`{key}` must be true or false, not `{}`", s.as_str())));
+            diags.push(Diagnostic::new(
+                self.loc(node.span()),
+                format!("`{key}` must be true or false, not `{}`", s.as_str()),
+            ));
         }
         b
     }
 
-    fn number(&self, node: &Node, key: &str, diags: &mut Diagnostics) -> Option<serde_json::Number> {
+    fn number(
+        &self,
+        node: &Node,
+        key: &str,
+        diags: &mut Diagnostics,
+    ) -> Option<serde_json::Number> {
         let s = self.scalar(node, key, "a number", diags)?;
         let n = s
             .as_i64()
             .map(serde_json::Number::from)
             .or_else(|| s.as_f64().and_then(serde_json::Number::from_f64));
         if n.is_none() {
-            diags.push(Diagnostic::new(self.loc(node.span()), format!("`{key}` must be a number, not `{}`", s.as_str())));
+            diags.push(Diagnostic::new(
+                self.loc(node.span()),
+                format!("`{key}` must be a number, not `{}`", s.as_str()),
+            ));
         }
         n
     }
@@ -229,27 +306,45 @@ impl Cx<'_> {
     fn string_list(&self, node: &Node, key: &str, diags: &mut Diagnostics) -> Vec<String> {
         let Some(seq) = node.as_sequence() else {
             diags.push(
-                Diagnostic::new(self.loc(node.span()), format!("`{key}` must be a list of strings"))
-                    .with_help(format!("write `{key}: [a, b]`")),
+                Diagnostic::new(
+                    self.loc(node.span()),
+                    format!("`{key}` must be a list of strings"),
+                )
+                .with_help(format!("write `{key}: [a, b]`")),
             );
             return vec![];
         };
-        seq.iter().filter_map(|n| self.string(n, key, diags)).collect()
+        seq.iter()
+            .filter_map(|n| self.string(n, key, diags))
+            .collect()
     }
 
-    fn mapping<'n>(&self, node: &'n Node, what: &str, diags: &mut Diagnostics) -> Option<&'n MarkedMappingNode> {
+    fn mapping<'n>(
+        &self,
+        node: &'n Node,
+        what: &str,
+        diags: &mut Diagnostics,
+    ) -> Option<&'n MarkedMappingNode> {
         match node.as_mapping() {
             Some(m) => Some(m),
             None => {
-                diags.push(Diagnostic::new(self.loc(node.span()), format!("{what} must be a mapping")));
+                diags.push(Diagnostic::new(
+                    self.loc(node.span()),
+                    format!("{what} must be a mapping"),
+                ));
                 None
             }
         }
     }
 
     fn schema(&self, node: &Node, key_loc: Option<Location>, diags: &mut Diagnostics) -> Schema {
-        let mut s = Schema { location: Some(key_loc.unwrap_or_else(|| self.loc(node.span()))), ..Schema::default() };
-        let Some(map) = self.mapping(node, "a schema", diags) else { return s };
+        let mut s = Schema {
+            location: Some(key_loc.unwrap_or_else(|| self.loc(node.span()))),
+            ..Schema::default()
+        };
+        let Some(map) = self.mapping(node, "a schema", diags) else {
+            return s;
+        };
         self.check_keys(map, SCHEMA_KEYS, "a schema", diags);
         for (k, v) in map.iter() {
             match k.as_str() {
@@ -261,7 +356,12 @@ impl Cx<'_> {
                     if let Some(props) = self.mapping(v, "`properties`", diags) {
                         s.properties = props
                             .iter()
-                            .map(|(pk, pv)| (pk.as_str().to_string(), self.schema(pv, Some(self.loc(pk.span())), diags)))
+                            .map(|(pk, pv)| {
+                                (
+                                    pk.as_str().to_string(),
+                                    self.schema(pv, Some(self.loc(pk.span())), diags),
+                                )
+                            })
                             .collect();
                     }
                 }
@@ -280,7 +380,10 @@ impl Cx<'_> {
                 }
                 "enum" => match v.as_sequence() {
                     Some(seq) => s.enum_values = seq.iter().map(to_json).collect(),
-                    None => diags.push(Diagnostic::new(self.loc(v.span()), "`enum` must be a list of values")),
+                    None => diags.push(Diagnostic::new(
+                        self.loc(v.span()),
+                        "`enum` must be a list of values",
+                    )),
                 },
                 "default" => s.default = Some(to_json(v)),
                 "minimum" => s.minimum = self.number(v, "minimum", diags),
@@ -289,12 +392,18 @@ impl Cx<'_> {
                 "x-kubernetes-preserve-unknown-fields" => {
                     s.preserve_unknown_fields = self.boolean(v, k.as_str(), diags).unwrap_or(false)
                 }
-                "x-kubernetes-int-or-string" => s.int_or_string = self.boolean(v, k.as_str(), diags).unwrap_or(false),
+                "x-kubernetes-int-or-string" => {
+                    s.int_or_string = self.boolean(v, k.as_str(), diags).unwrap_or(false)
+                }
                 "x-kubernetes-list-type" => s.list_type = self.string(v, k.as_str(), diags),
-                "x-kubernetes-list-map-keys" => s.list_map_keys = self.string_list(v, k.as_str(), diags),
+                "x-kubernetes-list-map-keys" => {
+                    s.list_map_keys = self.string_list(v, k.as_str(), diags)
+                }
                 "x-kubernetes-map-type" => s.map_type = self.string(v, k.as_str(), diags),
                 "x-protobuf-field" => {
-                    let n = self.scalar(v, k.as_str(), "a positive integer", diags).and_then(|x| x.as_u32());
+                    let n = self
+                        .scalar(v, k.as_str(), "a positive integer", diags)
+                        .and_then(|x| x.as_u32());
                     match n {
                         Some(n) if n > 0 => s.protobuf_field = Some(n),
                         _ => diags.push(
@@ -311,13 +420,19 @@ impl Cx<'_> {
 
     fn subresources(&self, node: &Node, diags: &mut Diagnostics) -> Subresources {
         let mut out = Subresources::default();
-        let Some(map) = self.mapping(node, "`subresources`", diags) else { return out };
+        let Some(map) = self.mapping(node, "`subresources`", diags) else {
+            return out;
+        };
         self.check_keys(map, SUBRESOURCE_KEYS, "`subresources`", diags);
         out.status = map.get_node("status").is_some();
         if let Some(scale) = map.get_node("scale") {
-            let Some(sm) = self.mapping(scale, "`subresources.scale`", diags) else { return out };
+            let Some(sm) = self.mapping(scale, "`subresources.scale`", diags) else {
+                return out;
+            };
             self.check_keys(sm, SCALE_KEYS, "`subresources.scale`", diags);
-            let get = |k: &str, diags: &mut Diagnostics| sm.get_node(k).and_then(|n| self.string(n, k, diags));
+            let get = |k: &str, diags: &mut Diagnostics| {
+                sm.get_node(k).and_then(|n| self.string(n, k, diags))
+            };
             let spec = get("specReplicasPath", diags);
             let status = get("statusReplicasPath", diags);
             let selector = get("labelSelectorPath", diags);
@@ -340,14 +455,21 @@ impl Cx<'_> {
 
     fn printer_columns(&self, node: &Node, diags: &mut Diagnostics) -> Vec<PrinterColumn> {
         let Some(seq) = node.as_sequence() else {
-            diags.push(Diagnostic::new(self.loc(node.span()), "`additionalPrinterColumns` must be a list"));
+            diags.push(Diagnostic::new(
+                self.loc(node.span()),
+                "`additionalPrinterColumns` must be a list",
+            ));
             return vec![];
         };
         let mut out = Vec::new();
         for item in seq.iter() {
-            let Some(m) = self.mapping(item, "a printer column", diags) else { continue };
+            let Some(m) = self.mapping(item, "a printer column", diags) else {
+                continue;
+            };
             self.check_keys(m, COLUMN_KEYS, "a printer column", diags);
-            let get = |k: &str, diags: &mut Diagnostics| m.get_node(k).and_then(|n| self.string(n, k, diags));
+            let get = |k: &str, diags: &mut Diagnostics| {
+                m.get_node(k).and_then(|n| self.string(n, k, diags))
+            };
             let name = get("name", diags);
             let type_ = get("type", diags);
             let json_path = get("jsonPath", diags);
@@ -366,8 +488,11 @@ impl Cx<'_> {
                     json_path,
                 }),
                 _ => diags.push(
-                    Diagnostic::new(self.loc(item.span()), "a printer column needs `name`, `type` and `jsonPath`")
-                        .with_help("e.g. `- {name: Size, type: integer, jsonPath: .spec.size}`"),
+                    Diagnostic::new(
+                        self.loc(item.span()),
+                        "a printer column needs `name`, `type` and `jsonPath`",
+                    )
+                    .with_help("e.g. `- {name: Size, type: integer, jsonPath: .spec.size}`"),
                 ),
             }
         }
@@ -398,6 +523,10 @@ fn to_json(node: &Node) -> serde_json::Value {
             Value::String(s.as_str().to_string())
         }
         Node::Sequence(seq) => Value::Array(seq.iter().map(to_json).collect()),
-        Node::Mapping(m) => Value::Object(m.iter().map(|(k, v)| (k.as_str().to_string(), to_json(v))).collect()),
+        Node::Mapping(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.as_str().to_string(), to_json(v)))
+                .collect(),
+        ),
     }
 }

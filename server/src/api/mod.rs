@@ -1,0 +1,6 @@
+//! API machinery types shared by every handler: `Status` errors and object metadata.
+
+pub mod meta;
+pub mod status;
+
+pub use status::{ApiError, StatusCause};

@@ -1,0 +1,247 @@
+//! metav1 `Status`: every failure leaves the server as one, with kube-apiserver's codes,
+//! reasons and message texts.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::catalog::ApiResource;
+
+/// One entry of `details.causes` (a field-level validation failure).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct StatusCause {
+    pub reason: String,
+    pub message: String,
+    pub field: String,
+}
+
+impl StatusCause {
+    /// `FieldValueInvalid` at `field`, message `Invalid value: "<value>": <detail>`.
+    pub fn invalid(field: &str, value: &str, detail: &str) -> Self {
+        StatusCause {
+            reason: "FieldValueInvalid".into(),
+            message: format!(
+                "Invalid value: {}: {detail}",
+                serde_json::Value::String(value.into())
+            ),
+            field: field.into(),
+        }
+    }
+
+    /// `FieldValueRequired` at `field`.
+    pub fn required(field: &str, detail: &str) -> Self {
+        StatusCause {
+            reason: "FieldValueRequired".into(),
+            message: format!("Required value: {detail}"),
+            field: field.into(),
+        }
+    }
+}
+
+/// An API error: rendered as a `Status` with `code`, `reason`, `message` and `details`.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub code: u16,
+    pub reason: &'static str,
+    pub message: String,
+    pub details: Option<serde_json::Value>,
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.reason, self.code, self.message)
+    }
+}
+
+fn resource_details(res: &ApiResource, name: &str) -> serde_json::Value {
+    let mut d = json!({ "name": name, "kind": res.def.plural });
+    if !res.def.group.is_empty() {
+        d["group"] = json!(res.def.group);
+    }
+    d
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    /// 400 BadRequest.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    /// 404 NotFound for an object of `res`.
+    pub fn not_found(res: &ApiResource, name: &str) -> Self {
+        ApiError {
+            details: Some(resource_details(res, name)),
+            ..Self::new(
+                404,
+                "NotFound",
+                format!("{} \"{name}\" not found", res.qualified_resource()),
+            )
+        }
+    }
+
+    /// 404 NotFound for a namespace that does not exist.
+    pub fn namespace_not_found(name: &str) -> Self {
+        ApiError {
+            details: Some(json!({ "name": name, "kind": "namespaces" })),
+            ..Self::new(404, "NotFound", format!("namespaces \"{name}\" not found"))
+        }
+    }
+
+    /// 404 NotFound for a path nothing serves.
+    pub fn path_not_found(path: &str) -> Self {
+        ApiError {
+            details: Some(json!({})),
+            ..Self::new(
+                404,
+                "NotFound",
+                format!("the server could not find the requested resource ({path})"),
+            )
+        }
+    }
+
+    /// 409 AlreadyExists.
+    pub fn already_exists(res: &ApiResource, name: &str) -> Self {
+        ApiError {
+            details: Some(resource_details(res, name)),
+            ..Self::new(
+                409,
+                "AlreadyExists",
+                format!("{} \"{name}\" already exists", res.qualified_resource()),
+            )
+        }
+    }
+
+    /// 409 Conflict: the object changed since the client read it.
+    pub fn conflict(res: &ApiResource, name: &str) -> Self {
+        ApiError {
+            details: Some(resource_details(res, name)),
+            ..Self::new(
+                409,
+                "Conflict",
+                format!(
+                    "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
+                    res.qualified_resource()
+                ),
+            )
+        }
+    }
+
+    /// 422 Invalid with field causes; message as kube-apiserver words it.
+    pub fn invalid(res: &ApiResource, name: &str, causes: Vec<StatusCause>) -> Self {
+        let list: Vec<String> = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
+        let joined = if list.len() == 1 {
+            list[0].clone()
+        } else {
+            format!("[{}]", list.join(", "))
+        };
+        let mut details = json!({ "name": name, "kind": res.def.kind, "causes": causes });
+        if !res.def.group.is_empty() {
+            details["group"] = json!(res.def.group);
+        }
+        ApiError {
+            details: Some(details),
+            ..Self::new(
+                422,
+                "Invalid",
+                format!("{} \"{name}\" is invalid: {joined}", res.def.kind),
+            )
+        }
+    }
+
+    /// 405 MethodNotAllowed.
+    pub fn method_not_allowed() -> Self {
+        ApiError {
+            details: Some(json!({})),
+            ..Self::new(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            )
+        }
+    }
+
+    /// 415 UnsupportedMediaType.
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {content_type:?})"))
+    }
+
+    /// 406 NotAcceptable.
+    pub fn not_acceptable(accept: &str) -> Self {
+        Self::new(406, "NotAcceptable", format!("only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io (got {accept:?})"))
+    }
+
+    /// 413 RequestEntityTooLarge.
+    pub fn too_large(limit: usize) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("the request body is larger than the server limit of {limit} bytes"),
+        )
+    }
+
+    /// 410 Gone with reason Expired.
+    pub fn expired(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    /// 500 InternalError: a server fault, never a client mistake.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {}", message.into()),
+        )
+    }
+
+    /// 503 ServiceUnavailable.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(503, "ServiceUnavailable", message)
+    }
+
+    /// The `Status` object.
+    pub fn to_status(&self) -> serde_json::Value {
+        let mut s = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(d) = &self.details {
+            s["details"] = d.clone();
+        }
+        s
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        HttpResponse::build(self.status_code())
+            .content_type("application/json")
+            .body(serde_json::to_vec(&self.to_status()).unwrap_or_default())
+    }
+}
+
+/// A `Status` with `status: Success` (delete responses).
+pub fn success(details: serde_json::Value) -> serde_json::Value {
+    json!({ "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details })
+}

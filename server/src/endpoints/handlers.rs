@@ -1,0 +1,421 @@
+//! One generic handler per verb. Each resolves the resource from the route's
+//! [`ResourceRoute`], parses options, calls the store, and renders the result; errors
+//! leave as `Status` through [`ApiError`].
+
+use std::sync::Arc;
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::negotiation::{decode_body, representation, respond, Representation};
+use super::table::{table, IncludeObject};
+use super::{ApiState, ResourceRoute};
+use crate::api::status::success;
+use crate::api::ApiError;
+use crate::catalog::ApiResource;
+use crate::registry::schema::prune;
+use crate::registry::store::Target;
+
+type Reply = Result<HttpResponse, ApiError>;
+
+/// Query parameters of reads.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadOptions {
+    limit: Option<usize>,
+    #[serde(rename = "continue")]
+    continue_token: Option<String>,
+    watch: Option<String>,
+    label_selector: Option<String>,
+    field_selector: Option<String>,
+    include_object: Option<String>,
+}
+
+/// Query parameters of writes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WriteOptions {
+    dry_run: Option<String>,
+    field_validation: Option<String>,
+    #[allow(dead_code)]
+    field_manager: Option<String>,
+}
+
+/// A DELETE's options, from the query or a DeleteOptions body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DeleteQuery {
+    dry_run: Option<String>,
+}
+
+fn query<T: for<'de> Deserialize<'de> + Default>(req: &HttpRequest) -> Result<T, ApiError> {
+    // Unknown parameters (pretty, timeout, ...) are ignored, as kube-apiserver does.
+    web::Query::<T>::from_query(req.query_string())
+        .map(web::Query::into_inner)
+        .map_err(|e| ApiError::bad_request(format!("invalid query parameters: {e}")))
+}
+
+fn resource(
+    req: &HttpRequest,
+    state: &ApiState,
+) -> Result<(Arc<ApiResource>, ResourceRoute), ApiError> {
+    let route = *req
+        .app_data::<ResourceRoute>()
+        .ok_or_else(|| ApiError::internal("route without resource"))?;
+    let res = state
+        .catalog
+        .get(route.group, route.version, route.plural)
+        .ok_or_else(|| ApiError::path_not_found(req.path()))?;
+    Ok((res, route))
+}
+
+fn namespace(req: &HttpRequest) -> Option<String> {
+    req.match_info().get("namespace").map(str::to_string)
+}
+
+fn name(req: &HttpRequest) -> String {
+    req.match_info().get("name").unwrap_or_default().to_string()
+}
+
+fn dry_run(v: &Option<String>) -> Result<bool, ApiError> {
+    match v.as_deref() {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "dryRun: Unsupported value: {other:?}: supported values: \"All\""
+        ))),
+    }
+}
+
+fn target(route: &ResourceRoute) -> Target {
+    match route.subresource {
+        Some("status") => Target::Status,
+        _ => Target::Main,
+    }
+}
+
+/// Applies `fieldValidation` to unknown fields: Strict rejects, Warn (default) warns,
+/// Ignore drops silently. Unknown fields are never stored.
+fn field_validation(
+    res: &ApiResource,
+    obj: &mut Value,
+    mode: Option<&str>,
+) -> Result<Vec<String>, ApiError> {
+    let unknown = prune(obj, &res.schema);
+    match mode.unwrap_or("Warn") {
+        "Ignore" => Ok(vec![]),
+        "Warn" => Ok(unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect()),
+        "Strict" if unknown.is_empty() => Ok(vec![]),
+        "Strict" => {
+            let list: Vec<String> = unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect();
+            Err(ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
+                res.def.kind,
+                res.def.version,
+                res.def.kind,
+                list.join(", ")
+            )))
+        }
+        other => Err(ApiError::bad_request(format!("fieldValidation: Unsupported value: {other:?}: supported values: \"Ignore\", \"Warn\", \"Strict\""))),
+    }
+}
+
+fn with_warnings(mut resp: HttpResponse, warnings: &[String]) -> HttpResponse {
+    for w in warnings {
+        if let Ok(v) = actix_web::http::header::HeaderValue::from_str(&format!(
+            "299 - {}",
+            Value::String(w.clone())
+        )) {
+            resp.headers_mut().append(
+                actix_web::http::header::HeaderName::from_static("warning"),
+                v,
+            );
+        }
+    }
+    resp
+}
+
+fn unsupported_selectors(opts: &ReadOptions) -> Result<(), ApiError> {
+    // Selectors arrive with the API-semantics work; until then refuse rather than ignore.
+    for (name, v) in [
+        ("labelSelector", &opts.label_selector),
+        ("fieldSelector", &opts.field_selector),
+    ] {
+        if v.as_deref().is_some_and(|s| !s.is_empty()) {
+            return Err(ApiError::bad_request(format!(
+                "{name} is not supported by this server yet"
+            )));
+        }
+    }
+    if opts
+        .watch
+        .as_deref()
+        .is_some_and(|w| w == "true" || w == "1")
+    {
+        return Err(ApiError::method_not_allowed());
+    }
+    Ok(())
+}
+
+/// GET on a collection: a List, or a Table.
+pub async fn list(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
+    let (res, _) = resource(&req, &state)?;
+    let opts: ReadOptions = query(&req)?;
+    unsupported_selectors(&opts)?;
+    let repr = representation(&req)?;
+    let page = state
+        .store
+        .list(
+            &res,
+            namespace(&req).as_deref(),
+            opts.limit.unwrap_or(0),
+            opts.continue_token.as_deref(),
+        )
+        .await?;
+    let mut list_meta = json!({ "resourceVersion": page.resource_version });
+    if let Some(c) = &page.continue_token {
+        list_meta["continue"] = json!(c);
+        list_meta["remainingItemCount"] = json!(page.remaining);
+    }
+    if repr == Representation::Table {
+        let include =
+            IncludeObject::parse(opts.include_object.as_deref()).map_err(ApiError::bad_request)?;
+        return Ok(respond(
+            &req,
+            200,
+            &table(&res, &page.items, list_meta, include),
+            repr,
+        ));
+    }
+    let body = json!({ "kind": res.def.list_kind, "apiVersion": res.api_version(), "metadata": list_meta, "items": page.items });
+    Ok(respond(&req, 200, &body, repr))
+}
+
+/// GET on one object (or its status).
+pub async fn get(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
+    let (res, _) = resource(&req, &state)?;
+    let opts: ReadOptions = query(&req)?;
+    let repr = representation(&req)?;
+    let obj = state
+        .store
+        .get(&res, namespace(&req).as_deref(), &name(&req))
+        .await?;
+    if repr == Representation::Table {
+        let include =
+            IncludeObject::parse(opts.include_object.as_deref()).map_err(ApiError::bad_request)?;
+        let rv = obj["metadata"]["resourceVersion"].clone();
+        return Ok(respond(
+            &req,
+            200,
+            &table(
+                &res,
+                std::slice::from_ref(&obj),
+                json!({ "resourceVersion": rv }),
+                include,
+            ),
+            repr,
+        ));
+    }
+    Ok(respond(&req, 200, &obj, repr))
+}
+
+/// POST on a collection.
+pub async fn create(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -> Reply {
+    let (res, _) = resource(&req, &state)?;
+    let opts: WriteOptions = query(&req)?;
+    let repr = write_representation(&req)?;
+    let mut obj = decode_body(&req, &body, &res)?;
+    let ns = namespace(&req);
+    if let (Some(url_ns), Some(body_ns)) = (&ns, obj["metadata"]["namespace"].as_str()) {
+        if !body_ns.is_empty() && body_ns != url_ns {
+            return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+        }
+    }
+    let warnings = field_validation(&res, &mut obj, opts.field_validation.as_deref())?;
+    let created = state
+        .store
+        .create(&res, ns.as_deref(), obj, dry_run(&opts.dry_run)?)
+        .await?;
+    Ok(with_warnings(respond(&req, 201, &created, repr), &warnings))
+}
+
+/// PUT on one object (or its status).
+pub async fn update(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -> Reply {
+    let (res, route) = resource(&req, &state)?;
+    let opts: WriteOptions = query(&req)?;
+    let repr = write_representation(&req)?;
+    let mut obj = decode_body(&req, &body, &res)?;
+    let ns = namespace(&req);
+    if let (Some(url_ns), Some(body_ns)) = (&ns, obj["metadata"]["namespace"].as_str()) {
+        if !body_ns.is_empty() && body_ns != url_ns {
+            return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+        }
+    }
+    let warnings = field_validation(&res, &mut obj, opts.field_validation.as_deref())?;
+    let updated = state
+        .store
+        .update(
+            &res,
+            ns.as_deref(),
+            &name(&req),
+            obj,
+            target(&route),
+            dry_run(&opts.dry_run)?,
+        )
+        .await?;
+    Ok(with_warnings(respond(&req, 200, &updated, repr), &warnings))
+}
+
+/// PATCH on one object: JSON patch, merge patch, strategic merge patch (treated as a
+/// merge patch until list merge strategies land).
+pub async fn patch(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -> Reply {
+    let (res, route) = resource(&req, &state)?;
+    let opts: WriteOptions = query(&req)?;
+    let repr = write_representation(&req)?;
+    let content_type = super::negotiation::content_type(&req);
+    enum Kind {
+        Json(json_patch::Patch),
+        Merge(Value),
+    }
+    let patch = match content_type.as_str() {
+        "application/json-patch+json" => Kind::Json(
+            serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("the body of the request is not a valid JSON patch: {e}")))?,
+        ),
+        "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+            let v: Value = serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("the body of the request is not valid JSON: {e}")))?;
+            if !v.is_object() {
+                return Err(ApiError::bad_request("a merge patch must be a JSON object"));
+            }
+            Kind::Merge(v)
+        }
+        other => {
+            return Err(ApiError {
+                message: format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {other:?})"),
+                ..ApiError::unsupported_media_type(other)
+            })
+        }
+    };
+    let ns = namespace(&req);
+    let warnings = std::sync::Mutex::new(Vec::new());
+    let mode = opts.field_validation.clone();
+    let patched = state
+        .store
+        .patch(
+            &res,
+            ns.as_deref(),
+            &name(&req),
+            target(&route),
+            dry_run(&opts.dry_run)?,
+            |old| {
+                let mut new = old.clone();
+                match &patch {
+                    Kind::Json(p) => json_patch::patch(&mut new, p).map_err(|e| ApiError {
+                        code: 422,
+                        reason: "Invalid",
+                        message: format!(
+                            "the server rejected our request due to an error in our request: {e}"
+                        ),
+                        details: None,
+                    })?,
+                    Kind::Merge(p) => json_patch::merge(&mut new, p),
+                }
+                if !new.is_object() {
+                    return Err(ApiError::bad_request(
+                        "the patch turned the object into something that is not an object",
+                    ));
+                }
+                super::negotiation::check_type_meta(&new, &res)?;
+                let w = field_validation(&res, &mut new, mode.as_deref())?;
+                *warnings.lock().unwrap_or_else(|e| e.into_inner()) = w;
+                Ok(new)
+            },
+        )
+        .await?;
+    let warnings = warnings.into_inner().unwrap_or_default();
+    Ok(with_warnings(respond(&req, 200, &patched, repr), &warnings))
+}
+
+/// DELETE on one object. Returns a Success Status for core kinds and the deleted object
+/// for the others, as kube-apiserver does.
+pub async fn delete(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -> Reply {
+    let (res, _) = resource(&req, &state)?;
+    let opts: DeleteQuery = query(&req)?;
+    let repr = write_representation(&req)?;
+    let options: Value = if body.is_empty() {
+        json!({})
+    } else {
+        serde_json::from_slice(&body).map_err(|e| {
+            ApiError::bad_request(format!(
+                "the body of the request is not valid DeleteOptions: {e}"
+            ))
+        })?
+    };
+    let body_dry_run = options["dryRun"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|v| v == "All"));
+    let dry = dry_run(&opts.dry_run)? || body_dry_run;
+    let uid = options["preconditions"]["uid"].as_str();
+    let rv = options["preconditions"]["resourceVersion"].as_str();
+    let ns = namespace(&req);
+    let name = name(&req);
+    let deleted = state
+        .store
+        .delete(&res, ns.as_deref(), &name, dry, uid, rv)
+        .await?;
+    if res.def.group.is_empty() && res.def.kind == "Namespace" && !dry {
+        // No namespace controller yet: remove the namespace's contents right away.
+        for other in state.catalog.all().iter().filter(|r| r.def.namespaced) {
+            state.store.delete_all(other, Some(&name)).await?;
+        }
+    }
+    if res.def.group.is_empty() && res.def.kind != "Namespace" {
+        let mut details = json!({ "name": name, "kind": res.def.plural });
+        if let Some(uid) = deleted["metadata"]["uid"].as_str() {
+            details["uid"] = json!(uid);
+        }
+        return Ok(respond(&req, 200, &success(details), repr));
+    }
+    Ok(respond(&req, 200, &deleted, repr))
+}
+
+/// DELETE on a collection: deletes every listed object; returns them as a List.
+pub async fn delete_collection(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
+    let (res, _) = resource(&req, &state)?;
+    let opts: ReadOptions = query(&req)?;
+    unsupported_selectors(&opts)?;
+    let dq: DeleteQuery = query(&req)?;
+    let dry = dry_run(&dq.dry_run)?;
+    let repr = write_representation(&req)?;
+    let ns = namespace(&req);
+    let page = state.store.list(&res, ns.as_deref(), 0, None).await?;
+    let mut deleted = Vec::new();
+    for obj in &page.items {
+        let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+        match state
+            .store
+            .delete(&res, ns.as_deref(), name, dry, None, None)
+            .await
+        {
+            Ok(o) => deleted.push(o),
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let body = json!({ "kind": res.def.list_kind, "apiVersion": res.api_version(), "metadata": { "resourceVersion": page.resource_version }, "items": deleted });
+    Ok(respond(&req, 200, &body, repr))
+}
+
+/// Any method a path does not serve.
+pub async fn method_not_allowed() -> Reply {
+    Err(ApiError::method_not_allowed())
+}
+
+/// Writes answer JSON or YAML; a Table request falls back to JSON.
+fn write_representation(req: &HttpRequest) -> Result<Representation, ApiError> {
+    Ok(match representation(req) {
+        Ok(Representation::Yaml) => Representation::Yaml,
+        _ => Representation::Json,
+    })
+}

@@ -1,0 +1,169 @@
+//! Content negotiation: decode request bodies (JSON, YAML, Kubernetes protobuf) and
+//! encode responses (JSON, YAML, Table), as kube-apiserver does.
+
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse};
+use serde_json::Value;
+
+use crate::api::ApiError;
+use crate::catalog::ApiResource;
+use crate::protobuf;
+
+/// Largest request body accepted (kube-apiserver's limit is 3 MiB for objects).
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+/// The media type of the request body, without parameters.
+pub fn content_type(req: &HttpRequest) -> String {
+    req.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// Decodes an object body for `res` from JSON, YAML or protobuf.
+pub fn decode_body(req: &HttpRequest, body: &[u8], res: &ApiResource) -> Result<Value, ApiError> {
+    if body.len() > MAX_BODY_BYTES {
+        return Err(ApiError::too_large(MAX_BODY_BYTES));
+    }
+    let unrecognized = |why: String| {
+        ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): {why}",
+            res.def.kind
+        ))
+    };
+    let value: Value = match content_type(req).as_str() {
+        "" | "application/json" | "*/*" => serde_json::from_slice(body).map_err(|e| {
+            unrecognized(format!(
+                "couldn't get version/kind; json parse error: {e} ({})",
+                snippet(body)
+            ))
+        })?,
+        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
+            .map_err(|e| {
+                unrecognized(format!("couldn't get version/kind; yaml parse error: {e}"))
+            })?,
+        PROTOBUF if res.protobuf => protobuf::decode_object(body, &res.schema)
+            .map_err(|e| unrecognized(format!("couldn't decode protobuf: {e}")))?,
+        other => return Err(ApiError::unsupported_media_type(other)),
+    };
+    if !value.is_object() {
+        return Err(unrecognized(
+            "couldn't get version/kind; the body is not a JSON object".into(),
+        ));
+    }
+    check_type_meta(&value, res)?;
+    Ok(value)
+}
+
+/// apiVersion and kind, when given, must name this resource.
+pub fn check_type_meta(obj: &Value, res: &ApiResource) -> Result<(), ApiError> {
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let api_version = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let expected = res.api_version();
+    if (!kind.is_empty() && kind != res.def.kind)
+        || (!api_version.is_empty() && api_version != expected)
+    {
+        let (shown_kind, shown_version) = (
+            if kind.is_empty() { res.def.kind } else { kind },
+            if api_version.is_empty() {
+                expected.as_str()
+            } else {
+                api_version
+            },
+        );
+        return Err(ApiError::bad_request(format!(
+            "{shown_kind} in version \"{shown_version}\" cannot be handled as a {}: the request body must be a {} of apiVersion {expected}",
+            res.def.kind, res.def.kind
+        )));
+    }
+    Ok(())
+}
+
+fn snippet(body: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&body[..body.len().min(64)]);
+    s.into_owned()
+}
+
+/// How the client wants the response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Representation {
+    Json,
+    Yaml,
+    Table,
+}
+
+/// Picks the representation from `Accept`, in the client's order of preference.
+pub fn representation(req: &HttpRequest) -> Result<Representation, ApiError> {
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if accept.trim().is_empty() {
+        return Ok(Representation::Json);
+    }
+    for part in accept.split(',') {
+        let mut params = part.split(';').map(str::trim);
+        let media = params.next().unwrap_or_default().to_ascii_lowercase();
+        let params: Vec<&str> = params.collect();
+        let is_table = params.iter().any(|p| p.eq_ignore_ascii_case("as=Table"));
+        let other_as = params.iter().any(|p| {
+            p.to_ascii_lowercase().starts_with("as=") && !p.eq_ignore_ascii_case("as=Table")
+        });
+        match media.as_str() {
+            "application/json" if is_table => {
+                let v1 = params.iter().any(|p| *p == "v=v1")
+                    && params.iter().any(|p| *p == "g=meta.k8s.io");
+                if v1 {
+                    return Ok(Representation::Table);
+                }
+            }
+            "application/json" | "*/*" | "application/*" if !other_as => {
+                return Ok(Representation::Json)
+            }
+            "application/yaml" if !other_as => return Ok(Representation::Yaml),
+            _ => {}
+        }
+    }
+    Err(ApiError::not_acceptable(accept))
+}
+
+/// Writes `value` as JSON (pretty with `?pretty=true`) or YAML.
+pub fn respond(
+    req: &HttpRequest,
+    status: u16,
+    value: &Value,
+    repr: Representation,
+) -> HttpResponse {
+    let status =
+        actix_web::http::StatusCode::from_u16(status).unwrap_or(actix_web::http::StatusCode::OK);
+    let pretty = req
+        .query_string()
+        .split('&')
+        .any(|kv| kv == "pretty=true" || kv == "pretty=1");
+    match repr {
+        Representation::Yaml => HttpResponse::build(status)
+            .content_type("application/yaml")
+            .body(serde_yaml::to_string(value).unwrap_or_default()),
+        _ => {
+            let body = if pretty {
+                serde_json::to_vec_pretty(value)
+            } else {
+                serde_json::to_vec(value)
+            };
+            HttpResponse::build(status)
+                .content_type("application/json")
+                .body(body.unwrap_or_default())
+        }
+    }
+}

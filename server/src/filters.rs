@@ -1,0 +1,50 @@
+//! Request filters that wrap every request, outermost first:
+//!
+//! 1. panic recovery — a bug in any later stage becomes a 500 Status, never a dropped
+//!    connection or a dead worker;
+//! 2. request logging (the seat of audit) — sees every request, including rejected ones;
+//! 3. authentication, impersonation, max-in-flight and authorization come next, in that
+//!    order (identity before policy, limits before work); they are not built yet;
+//! 4. admission runs inside the handlers, after decoding.
+//!
+//! [`crate::server::run`] applies them in this order in one place.
+
+use std::panic::AssertUnwindSafe;
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
+use futures_util::FutureExt;
+
+use crate::api::ApiError;
+
+/// Turns a panic anywhere below into a 500 InternalError Status.
+pub async fn recover_panics(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let path = req.path().to_string();
+    match AssertUnwindSafe(next.call(req)).catch_unwind().await {
+        Ok(resp) => resp.map(ServiceResponse::map_into_boxed_body),
+        Err(_) => {
+            tracing::error!(%path, "handler panicked");
+            Err(ApiError::internal("the server panicked while handling the request").into())
+        }
+    }
+}
+
+/// Logs method, path, status and latency of every request.
+pub async fn log_requests(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let start = std::time::Instant::now();
+    let (method, path) = (req.method().to_string(), req.uri().to_string());
+    let resp = next.call(req).await;
+    let status = match &resp {
+        Ok(r) => r.status().as_u16(),
+        Err(e) => e.as_response_error().status_code().as_u16(),
+    };
+    tracing::info!(target: "apiserver::http", %method, %path, status, latency_ms = start.elapsed().as_secs_f64() * 1000.0);
+    resp.map(ServiceResponse::map_into_boxed_body)
+}

@@ -1,0 +1,21 @@
+//! A Kubernetes-compatible API server. Resource-specific code is generated from
+//! `api-defs/` by `cargo run -p codegen` into [`generated`]; everything else here is the
+//! generic machinery that serves it.
+//!
+//! Start-up (see [`server::run`]) mirrors kube-apiserver: resource registration (the
+//! generated catalog) → flag parsing ([`options`]) → generic config → the three servers
+//! chained by delegation (aggregator → built-in resources → custom resources → 404) →
+//! HTTPS serving.
+
+pub mod api;
+pub mod catalog;
+pub mod discovery;
+pub mod endpoints;
+pub mod filters;
+pub mod generated;
+pub mod openapi;
+pub mod options;
+pub mod protobuf;
+pub mod registry;
+pub mod server;
+pub mod storage;

@@ -1,0 +1,9 @@
+//! The registry: one generic store ([`store::Store`]) for every resource, with per-kind
+//! behaviour in [`strategy`] hooks and schema work (pruning, defaulting, validation) in
+//! [`schema`].
+
+pub mod schema;
+pub mod store;
+pub mod strategy;
+
+pub use store::Store;

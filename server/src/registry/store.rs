@@ -1,0 +1,529 @@
+//! The generic store: create, get, list, update, patch and delete for every resource,
+//! over [`Storage`]. Objects are kept as JSON bytes; `resourceVersion` is the storage
+//! modification revision, filled in on the way out.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::schema;
+use super::strategy::strategy_for;
+use crate::api::meta::{meta_str, metadata_mut, now_rfc3339, validate_name};
+use crate::api::{ApiError, StatusCause};
+use crate::catalog::ApiResource;
+use crate::storage::{KeyValue, Storage, StorageError};
+
+/// How many times a read-modify-write (patch) retries after losing a race.
+const MAX_PATCH_RETRIES: usize = 5;
+
+/// Fields that only the server sets; cleared from client input on create.
+const SERVER_OWNED_META: &[&str] = &[
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
+    "generation",
+];
+
+/// One page of a list.
+pub struct ObjectList {
+    pub items: Vec<Value>,
+    pub resource_version: String,
+    pub continue_token: Option<String>,
+    pub remaining: u64,
+}
+
+/// Where a write comes from: the main resource or a subresource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    Main,
+    Status,
+}
+
+/// The generic registry store.
+#[derive(Clone)]
+pub struct Store {
+    storage: Arc<dyn Storage>,
+}
+
+/// The one place storage errors become API errors.
+fn map_err(res: &ApiResource, name: &str, e: StorageError) -> ApiError {
+    match e {
+        StorageError::NotFound(_) => ApiError::not_found(res, name),
+        StorageError::AlreadyExists(_) => ApiError::already_exists(res, name),
+        StorageError::Conflict { .. } => ApiError::conflict(res, name),
+        StorageError::Internal(msg) => ApiError::internal(msg),
+    }
+}
+
+fn decode(res: &ApiResource, kv: &KeyValue) -> Result<Value, ApiError> {
+    let mut obj: Value = serde_json::from_slice(&kv.value).map_err(|e| {
+        ApiError::internal(format!(
+            "stored {} at {} is not valid JSON: {e}",
+            res.def.kind, kv.key
+        ))
+    })?;
+    metadata_mut(&mut obj).insert(
+        "resourceVersion".into(),
+        Value::String(kv.mod_revision.to_string()),
+    );
+    Ok(obj)
+}
+
+fn encode(obj: &Value) -> Bytes {
+    let mut stored = obj.clone();
+    metadata_mut(&mut stored).remove("resourceVersion");
+    Bytes::from(serde_json::to_vec(&stored).expect("JSON values always serialize"))
+}
+
+fn with_rv(mut obj: Value, rev: u64) -> Value {
+    metadata_mut(&mut obj).insert("resourceVersion".into(), Value::String(rev.to_string()));
+    obj
+}
+
+/// The object's "content" for change detection: everything but metadata and status.
+fn spec_part(obj: &Value) -> Value {
+    let mut o = obj.clone();
+    if let Some(m) = o.as_object_mut() {
+        m.remove("metadata");
+        m.remove("status");
+        m.remove("apiVersion");
+        m.remove("kind");
+    }
+    o
+}
+
+impl Store {
+    /// A store over `storage`.
+    pub fn new(storage: Arc<dyn Storage>) -> Self {
+        Store { storage }
+    }
+
+    /// The storage key, laid out as kube-apiserver's: `/registry/[<group>/]<plural>/[<ns>/]<name>`.
+    pub fn key(res: &ApiResource, namespace: Option<&str>, name: &str) -> String {
+        format!("{}{name}", Self::prefix(res, namespace))
+    }
+
+    fn prefix(res: &ApiResource, namespace: Option<&str>) -> String {
+        let base = if res.def.group.is_empty() {
+            format!("/registry/{}/", res.def.plural)
+        } else {
+            format!("/registry/{}/{}/", res.def.group, res.def.plural)
+        };
+        match namespace {
+            Some(ns) => format!("{base}{ns}/"),
+            None => base,
+        }
+    }
+
+    /// Reads one object.
+    pub async fn get(
+        &self,
+        res: &ApiResource,
+        ns: Option<&str>,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        match self
+            .storage
+            .get(&Self::key(res, ns, name))
+            .await
+            .map_err(|e| map_err(res, name, e))?
+        {
+            Some(kv) => decode(res, &kv),
+            None => Err(ApiError::not_found(res, name)),
+        }
+    }
+
+    /// Lists objects in a namespace (or all namespaces / cluster-scoped when `ns` is None).
+    pub async fn list(
+        &self,
+        res: &ApiResource,
+        ns: Option<&str>,
+        limit: usize,
+        continue_token: Option<&str>,
+    ) -> Result<ObjectList, ApiError> {
+        let prefix = Self::prefix(res, ns);
+        let start = match continue_token.filter(|t| !t.is_empty()) {
+            Some(t) => Some(decode_continue(t, &prefix)?),
+            None => None,
+        };
+        let page = self
+            .storage
+            .list(&prefix, start.as_deref(), limit)
+            .await
+            .map_err(|e| map_err(res, "", e))?;
+        let items = page
+            .items
+            .iter()
+            .map(|kv| decode(res, kv))
+            .collect::<Result<Vec<_>, _>>()?;
+        let continue_token = (page.remaining > 0)
+            .then(|| {
+                page.items
+                    .last()
+                    .map(|kv| encode_continue(page.revision, &kv.key[prefix.len()..]))
+            })
+            .flatten();
+        Ok(ObjectList {
+            items,
+            resource_version: page.revision.to_string(),
+            continue_token,
+            remaining: page.remaining,
+        })
+    }
+
+    /// Creates an object from client input (already decoded and checked against the URL).
+    pub async fn create(
+        &self,
+        res: &ApiResource,
+        ns: Option<&str>,
+        mut obj: Value,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
+        let strategy = strategy_for(res);
+        {
+            let meta = metadata_mut(&mut obj);
+            for f in SERVER_OWNED_META {
+                meta.remove(*f);
+            }
+            match ns {
+                Some(ns) => {
+                    meta.insert("namespace".into(), json!(ns));
+                }
+                None => {
+                    meta.remove("namespace");
+                }
+            }
+        }
+        if let Some(ns) = ns {
+            self.require_namespace(ns).await?;
+        }
+        let generated = meta_str(&obj, "name").is_none_or(str::is_empty);
+        let generate_name = meta_str(&obj, "generateName")
+            .unwrap_or_default()
+            .to_string();
+        if generated && generate_name.is_empty() {
+            return Err(ApiError::invalid(
+                res,
+                "",
+                vec![StatusCause::required(
+                    "metadata.name",
+                    "name or generateName is required",
+                )],
+            ));
+        }
+        strategy.prepare_for_create(&mut obj);
+        schema::apply_defaults(&mut obj, &res.schema);
+        {
+            let meta = metadata_mut(&mut obj);
+            meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            meta.insert("creationTimestamp".into(), json!(now_rfc3339()));
+            if strategy.tracks_generation() {
+                meta.insert("generation".into(), json!(1));
+            }
+        }
+        // generateName: retry with a fresh suffix when the generated name is taken.
+        for _ in 0..8 {
+            if generated {
+                let name = format!("{generate_name}{}", random_suffix());
+                metadata_mut(&mut obj).insert("name".into(), json!(name));
+            }
+            let name = meta_str(&obj, "name").unwrap_or_default().to_string();
+            self.validate(res, &obj, &name)?;
+            if dry_run {
+                return Ok(obj);
+            }
+            match self
+                .storage
+                .create(&Self::key(res, ns, &name), encode(&obj))
+                .await
+            {
+                Ok(rev) => return Ok(with_rv(obj, rev)),
+                Err(StorageError::AlreadyExists(_)) if generated => continue,
+                Err(e) => return Err(map_err(res, &name, e)),
+            }
+        }
+        Err(ApiError::internal(format!(
+            "could not find a free name for generateName {generate_name:?}"
+        )))
+    }
+
+    /// Replaces an object (PUT), honouring a resourceVersion precondition in the body.
+    pub async fn update(
+        &self,
+        res: &ApiResource,
+        ns: Option<&str>,
+        name: &str,
+        obj: Value,
+        target: Target,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
+        let kv = self
+            .storage
+            .get(&Self::key(res, ns, name))
+            .await
+            .map_err(|e| map_err(res, name, e))?;
+        let Some(kv) = kv else {
+            return Err(ApiError::not_found(res, name));
+        };
+        if let Some(rv) = meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()) {
+            if rv != kv.mod_revision.to_string() {
+                return Err(ApiError::conflict(res, name));
+            }
+        }
+        let old = decode(res, &kv)?;
+        self.write_update(res, ns, name, old, kv.mod_revision, obj, target, dry_run)
+            .await
+    }
+
+    /// Read-modify-write: `mutate` turns the current object into the new one (a patch).
+    /// Retries when another writer got in between, unless the result pins a resourceVersion.
+    pub async fn patch(
+        &self,
+        res: &ApiResource,
+        ns: Option<&str>,
+        name: &str,
+        target: Target,
+        dry_run: bool,
+        mutate: impl Fn(&Value) -> Result<Value, ApiError>,
+    ) -> Result<Value, ApiError> {
+        let key = Self::key(res, ns, name);
+        let mut last = ApiError::conflict(res, name);
+        for _ in 0..MAX_PATCH_RETRIES {
+            let Some(kv) = self
+                .storage
+                .get(&key)
+                .await
+                .map_err(|e| map_err(res, name, e))?
+            else {
+                return Err(ApiError::not_found(res, name));
+            };
+            let old = decode(res, &kv)?;
+            let new = mutate(&old)?;
+            let pinned = meta_str(&new, "resourceVersion")
+                .is_some_and(|rv| rv != kv.mod_revision.to_string());
+            if pinned {
+                return Err(ApiError::conflict(res, name));
+            }
+            match self
+                .write_update(res, ns, name, old, kv.mod_revision, new, target, dry_run)
+                .await
+            {
+                Err(e) if e.reason == "Conflict" => last = e,
+                other => return other,
+            }
+        }
+        Err(last)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn write_update(
+        &self,
+        res: &ApiResource,
+        ns: Option<&str>,
+        name: &str,
+        old: Value,
+        old_rev: u64,
+        mut obj: Value,
+        target: Target,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
+        let strategy = strategy_for(res);
+        if let Some(body_name) = meta_str(&obj, "name") {
+            if body_name != name {
+                return Err(ApiError::bad_request(format!("the name of the object ({body_name}) does not match the name on the URL ({name})")));
+            }
+        }
+        if target == Target::Status {
+            // The status endpoint changes status only.
+            let mut merged = old.clone();
+            merged["status"] = obj.get("status").cloned().unwrap_or(Value::Null);
+            obj = merged;
+        } else if res.def.status_subresource {
+            // With a status subresource, the main endpoint ignores status changes.
+            match old.get("status") {
+                Some(s) => obj["status"] = s.clone(),
+                None => {
+                    if let Some(m) = obj.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+        }
+        {
+            let old_meta = old["metadata"].clone();
+            let meta = metadata_mut(&mut obj);
+            for f in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ] {
+                match old_meta.get(f) {
+                    Some(v) => meta.insert(f.into(), v.clone()),
+                    None => meta.remove(f),
+                };
+            }
+            meta.insert("name".into(), json!(name));
+            match ns {
+                Some(ns) => meta.insert("namespace".into(), json!(ns)),
+                None => meta.remove("namespace"),
+            };
+            meta.insert("resourceVersion".into(), json!(old_rev.to_string()));
+        }
+        if target == Target::Main {
+            strategy.prepare_for_update(&mut obj, &old);
+        }
+        schema::apply_defaults(&mut obj, &res.schema);
+        if strategy.tracks_generation() && spec_part(&obj) != spec_part(&old) {
+            let generation = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
+            metadata_mut(&mut obj).insert("generation".into(), json!(generation));
+        }
+        self.validate(res, &obj, name)?;
+        if obj == old {
+            // Nothing changed: no write, same resourceVersion.
+            return Ok(old);
+        }
+        if dry_run {
+            return Ok(obj);
+        }
+        let rev = self
+            .storage
+            .update(&Self::key(res, ns, name), old_rev, encode(&obj))
+            .await
+            .map_err(|e| map_err(res, name, e))?;
+        Ok(with_rv(obj, rev))
+    }
+
+    /// Deletes an object; returns it as it was.
+    pub async fn delete(
+        &self,
+        res: &ApiResource,
+        ns: Option<&str>,
+        name: &str,
+        dry_run: bool,
+        precondition_uid: Option<&str>,
+        precondition_rv: Option<&str>,
+    ) -> Result<Value, ApiError> {
+        let key = Self::key(res, ns, name);
+        let Some(kv) = self
+            .storage
+            .get(&key)
+            .await
+            .map_err(|e| map_err(res, name, e))?
+        else {
+            return Err(ApiError::not_found(res, name));
+        };
+        let obj = decode(res, &kv)?;
+        if let Some(uid) = precondition_uid {
+            let actual = meta_str(&obj, "uid").unwrap_or_default();
+            if uid != actual {
+                return Err(ApiError {
+                    message: format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"),
+                    ..ApiError::conflict(res, name)
+                });
+            }
+        }
+        if let Some(rv) = precondition_rv {
+            if rv != kv.mod_revision.to_string() {
+                return Err(ApiError {
+                    message: format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}", kv.mod_revision),
+                    ..ApiError::conflict(res, name)
+                });
+            }
+        }
+        if dry_run {
+            return Ok(obj);
+        }
+        self.storage
+            .delete(&key, Some(kv.mod_revision))
+            .await
+            .map_err(|e| map_err(res, name, e))?;
+        Ok(obj)
+    }
+
+    /// Deletes every object with `key` under the prefix of `res` in `ns` (namespace cleanup).
+    pub async fn delete_all(&self, res: &ApiResource, ns: Option<&str>) -> Result<usize, ApiError> {
+        let page = self
+            .storage
+            .list(&Self::prefix(res, ns), None, 0)
+            .await
+            .map_err(|e| map_err(res, "", e))?;
+        let mut n = 0;
+        for kv in page.items {
+            match self.storage.delete(&kv.key, None).await {
+                Ok(_) | Err(StorageError::NotFound(_)) => n += 1,
+                Err(e) => return Err(map_err(res, "", e)),
+            }
+        }
+        Ok(n)
+    }
+
+    /// Creates an object unless it exists (bootstrap of default namespaces).
+    pub async fn ensure(&self, res: &ApiResource, obj: Value) -> Result<(), ApiError> {
+        match self.create(res, None, obj, false).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.reason == "AlreadyExists" => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn require_namespace(&self, ns: &str) -> Result<(), ApiError> {
+        match self
+            .storage
+            .get(&format!("/registry/namespaces/{ns}"))
+            .await
+        {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(ApiError::namespace_not_found(ns)),
+            Err(e) => Err(ApiError::internal(e.to_string())),
+        }
+    }
+
+    fn validate(&self, res: &ApiResource, obj: &Value, name: &str) -> Result<(), ApiError> {
+        let strategy = strategy_for(res);
+        let mut causes = validate_name("metadata.name", name, strategy.name_is_label());
+        causes.extend(schema::validate(obj, &res.schema));
+        causes.extend(strategy.validate(obj));
+        if causes.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid(res, name, causes))
+        }
+    }
+}
+
+fn random_suffix() -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    (0..5)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+fn encode_continue(revision: u64, start: &str) -> String {
+    let token = json!({ "v": "meta.k8s.io/v1", "rv": revision, "start": start });
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token.to_string())
+}
+
+fn decode_continue(token: &str, prefix: &str) -> Result<String, ApiError> {
+    let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| bad("not base64"))?;
+    let v: Value = serde_json::from_slice(&raw).map_err(|_| bad("not a continue token"))?;
+    let start = v
+        .get("start")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("missing start key"))?;
+    if start.contains("..") || start.starts_with('/') {
+        return Err(bad("start key is outside the listed collection"));
+    }
+    Ok(format!("{prefix}{start}"))
+}

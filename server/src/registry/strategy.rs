@@ -1,0 +1,157 @@
+//! Per-kind behaviour, as hooks the generic store calls: what kube-apiserver keeps in each
+//! resource's `strategy.go`. Kinds without special needs use [`DefaultStrategy`].
+
+use base64::Engine;
+use serde_json::{json, Value};
+
+use crate::api::StatusCause;
+use crate::catalog::ApiResource;
+
+/// Hooks the generic store calls around writes.
+pub trait Strategy: Send + Sync {
+    /// Fills in server-owned fields and normalises a new object.
+    fn prepare_for_create(&self, _obj: &mut Value) {}
+    /// Normalises an object about to replace `old`.
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        self.prepare_for_create(new);
+    }
+    /// Kind-specific validation beyond the schema.
+    fn validate(&self, _obj: &Value) -> Vec<StatusCause> {
+        Vec::new()
+    }
+    /// Whether names must be DNS-1123 labels (namespaces) rather than subdomains.
+    fn name_is_label(&self) -> bool {
+        false
+    }
+    /// Whether `metadata.generation` tracks spec changes (custom resources do; ConfigMaps
+    /// and Secrets do not carry it).
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+}
+
+/// Custom and example resources: generation tracking, nothing else.
+pub struct DefaultStrategy;
+impl Strategy for DefaultStrategy {}
+
+/// Core kinds without special rules (ConfigMap).
+pub struct PlainCoreStrategy;
+impl Strategy for PlainCoreStrategy {
+    fn tracks_generation(&self) -> bool {
+        false
+    }
+}
+
+/// Secret: `stringData` is write-only and folded into base64 `data`; `type` defaults to
+/// `Opaque`.
+pub struct SecretStrategy;
+impl Strategy for SecretStrategy {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if let Some(Value::Object(string_data)) =
+            obj.as_object_mut().and_then(|o| o.remove("stringData"))
+        {
+            if !obj.get("data").is_some_and(Value::is_object) {
+                obj["data"] = json!({});
+            }
+            for (k, v) in string_data {
+                let text = v.as_str().unwrap_or_default();
+                obj["data"][k] =
+                    Value::String(base64::engine::general_purpose::STANDARD.encode(text));
+            }
+        }
+        if obj
+            .get("type")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            obj["type"] = json!("Opaque");
+        }
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<StatusCause> {
+        let mut causes = Vec::new();
+        if let Some(data) = obj.get("data").and_then(Value::as_object) {
+            for (k, v) in data {
+                if v.as_str()
+                    .is_some_and(|s| base64::engine::general_purpose::STANDARD.decode(s).is_err())
+                {
+                    causes.push(StatusCause::invalid(
+                        &format!("data[{k}]"),
+                        "<secret contents redacted>",
+                        "must be base64-encoded",
+                    ));
+                }
+            }
+        }
+        causes
+    }
+
+    fn tracks_generation(&self) -> bool {
+        false
+    }
+}
+
+/// Namespace: the `kubernetes` finalizer, phase `Active`, and the
+/// `kubernetes.io/metadata.name` label, as kube-apiserver sets them.
+pub struct NamespaceStrategy;
+impl Strategy for NamespaceStrategy {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        let name = obj["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if !obj["metadata"].get("labels").is_some_and(Value::is_object) {
+            obj["metadata"]["labels"] = json!({});
+        }
+        obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = Value::String(name);
+        if !obj.get("spec").is_some_and(Value::is_object) {
+            obj["spec"] = json!({});
+        }
+        if obj["spec"].get("finalizers").is_none() {
+            obj["spec"]["finalizers"] = json!(["kubernetes"]);
+        }
+        obj["status"] = json!({ "phase": "Active" });
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        let status = old
+            .get("status")
+            .cloned()
+            .unwrap_or(json!({ "phase": "Active" }));
+        self.prepare_for_create(new);
+        new["status"] = status;
+    }
+
+    fn name_is_label(&self) -> bool {
+        true
+    }
+
+    fn tracks_generation(&self) -> bool {
+        false
+    }
+}
+
+/// The strategy for a resource.
+pub fn strategy_for(res: &ApiResource) -> &'static dyn Strategy {
+    match (res.def.group, res.def.kind) {
+        ("", "Secret") => &SecretStrategy,
+        ("", "Namespace") => &NamespaceStrategy,
+        ("", _) => &PlainCoreStrategy,
+        _ => &DefaultStrategy,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_folds_string_data() {
+        let mut s = json!({"stringData": {"a": "b"}, "data": {"c": "ZA=="}});
+        SecretStrategy.prepare_for_create(&mut s);
+        assert_eq!(
+            s,
+            json!({"data": {"a": "Yg==", "c": "ZA=="}, "type": "Opaque"})
+        );
+    }
+}

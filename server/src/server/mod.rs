@@ -1,0 +1,191 @@
+//! Start-up, in kube-apiserver's order: resource registration → flags → generic config
+//! (storage, serving certificates, admin kubeconfig) → the delegation chain → HTTPS.
+
+pub mod chain;
+pub mod health;
+pub mod kubeconfig;
+pub mod tls;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use actix_web::middleware::from_fn;
+use actix_web::{web, App, HttpServer};
+use clap::Parser;
+use serde_json::json;
+
+use crate::catalog::Catalog;
+use crate::endpoints::negotiation::MAX_BODY_BYTES;
+use crate::endpoints::ApiState;
+use crate::openapi::OpenApiV3;
+use crate::options::ServerRunOptions;
+use crate::registry::Store;
+use crate::storage::embedded::EmbeddedStorage;
+use crate::storage::Storage;
+use crate::{discovery, filters, generated, openapi};
+
+/// Namespaces that exist from the first start, as in every Kubernetes cluster.
+const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-node-lease", "kube-public", "kube-system"];
+
+impl ApiState {
+    /// Whether storage answers; used by `/readyz` and `/healthz`.
+    pub async fn store_health(&self) -> Result<(), String> {
+        self.storage
+            .current_revision()
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Runs the server until it is stopped; the binary's whole `main`.
+pub fn run() -> ExitCode {
+    init_tracing();
+    // 1. Resource registration: the generated catalog.
+    let catalog = Arc::new(Catalog::from_generated(generated::catalog::RESOURCES));
+    // 2. Flags, every problem reported at once.
+    let opts = match ServerRunOptions::try_parse() {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let errors = opts.validate();
+    if !errors.is_empty() {
+        for e in &errors {
+            eprintln!("error: {e}");
+        }
+        return ExitCode::from(2);
+    }
+    match actix_web::rt::System::new().block_on(serve(opts, catalog)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,apiserver::http=warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), String> {
+    // 3. Generic config: storage, serving certificate, admin kubeconfig.
+    std::fs::create_dir_all(&opts.data_dir)
+        .map_err(|e| format!("creating --data-dir {}: {e}", opts.data_dir.display()))?;
+    let storage: Arc<dyn Storage> = Arc::new(
+        EmbeddedStorage::open(&opts.data_dir.join("store.redb")).map_err(|e| {
+            format!(
+                "opening the embedded store in {}: {e}",
+                opts.data_dir.display()
+            )
+        })?,
+    );
+    let store = Store::new(storage.clone());
+    let cert = tls::serving_cert(
+        opts.tls_cert_file.as_deref(),
+        opts.tls_private_key_file.as_deref(),
+        &opts.cert_dir(),
+        opts.bind_address,
+    )?;
+    let tls_config = tls::rustls_config(&cert)?;
+    let state = web::Data::new(ApiState {
+        catalog: catalog.clone(),
+        store,
+        storage,
+    });
+    bootstrap(&state).await?;
+    let openapi_v3 = web::Data::new(OpenApiV3::new(generated::OPENAPI_V3));
+
+    // 4. The delegation chain inside the request filters.
+    let app_state = state.clone();
+    let mut server = HttpServer::new(move || {
+        App::new()
+            .app_data(app_state.clone())
+            .app_data(openapi_v3.clone())
+            .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
+            // Link 2: built-in resources (generated routes) and the non-resource paths.
+            .configure(health::configure)
+            .configure(discovery::configure)
+            .configure(openapi::configure)
+            .configure(generated::routes::configure)
+            // Links 3 and 4: custom resources, then 404.
+            .default_service(web::to(chain::apiextensions))
+            // Link 1: the aggregator sees every request first.
+            .wrap(from_fn(chain::aggregator))
+            // Filters, innermost first (see `filters`): logging, then panic recovery outermost.
+            .wrap(from_fn(filters::log_requests))
+            .wrap(from_fn(filters::recover_panics))
+    });
+    if opts.workers > 0 {
+        server = server.workers(opts.workers);
+    }
+    let addr = std::net::SocketAddr::new(opts.bind_address, opts.secure_port);
+    let server = server
+        .bind_rustls_0_23(addr, tls_config)
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let bound = server.addrs().first().copied().unwrap_or(addr);
+
+    // 5. Serving: tell the user where, and how to reach it with kubectl.
+    let host = if bound.ip().is_unspecified() {
+        "127.0.0.1".to_string()
+    } else {
+        bound.ip().to_string()
+    };
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host
+    };
+    let url = format!("https://{host}:{}", bound.port());
+    let kubeconfig = opts.kubeconfig_path();
+    kubeconfig::write(&kubeconfig, &url, &cert.ca_pem, &admin_token(&opts)?)?;
+    let kubeconfig = std::fs::canonicalize(&kubeconfig).unwrap_or(kubeconfig);
+    println!("Serving securely on {url}");
+    println!("Admin kubeconfig: {}", kubeconfig.display());
+    println!(
+        "Try: kubectl --kubeconfig {} get namespaces",
+        kubeconfig.display()
+    );
+    server.run().await.map_err(|e| e.to_string())
+}
+
+/// The admin bearer token, made once per data directory.
+fn admin_token(opts: &ServerRunOptions) -> Result<String, String> {
+    let path = opts.data_dir.join("admin.token");
+    if let Ok(t) = std::fs::read_to_string(&path) {
+        if !t.trim().is_empty() {
+            return Ok(t.trim().to_string());
+        }
+    }
+    let token = uuid::Uuid::new_v4().simple().to_string();
+    std::fs::write(&path, &token).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    Ok(token)
+}
+
+/// Objects every cluster starts with.
+async fn bootstrap(state: &ApiState) -> Result<(), String> {
+    let Some(namespaces) = state.catalog.get("", "v1", "namespaces") else {
+        return Ok(());
+    };
+    for ns in SYSTEM_NAMESPACES {
+        let obj = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": ns } });
+        state
+            .store
+            .ensure(&namespaces, obj)
+            .await
+            .map_err(|e| format!("creating namespace {ns}: {e}"))?;
+    }
+    Ok(())
+}

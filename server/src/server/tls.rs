@@ -1,0 +1,143 @@
+//! Serving certificates: the ones given by flags, or a self-signed CA plus a serving
+//! certificate for localhost/127.0.0.1/the bind address, made at first start and reused.
+
+use std::fs;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+
+/// PEM files the server serves with, and the CA clients should trust.
+pub struct ServingCert {
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+    /// PEM of the CA that signed the serving cert (the cert itself when given by flags).
+    pub ca_pem: String,
+}
+
+/// Uses the given files, or makes (once) a self-signed CA and serving cert in `cert_dir`.
+pub fn serving_cert(
+    cert: Option<&Path>,
+    key: Option<&Path>,
+    cert_dir: &Path,
+    bind: IpAddr,
+) -> Result<ServingCert, String> {
+    if let (Some(c), Some(k)) = (cert, key) {
+        let ca_pem = fs::read_to_string(c).map_err(|e| format!("reading {}: {e}", c.display()))?;
+        return Ok(ServingCert {
+            cert_file: c.to_path_buf(),
+            key_file: k.to_path_buf(),
+            ca_pem,
+        });
+    }
+    let cert_file = cert_dir.join("apiserver.crt");
+    let key_file = cert_dir.join("apiserver.key");
+    let ca_file = cert_dir.join("ca.crt");
+    if !(cert_file.is_file() && key_file.is_file() && ca_file.is_file()) {
+        generate(cert_dir, &cert_file, &key_file, &ca_file, bind)?;
+    }
+    let ca_pem =
+        fs::read_to_string(&ca_file).map_err(|e| format!("reading {}: {e}", ca_file.display()))?;
+    Ok(ServingCert {
+        cert_file,
+        key_file,
+        ca_pem,
+    })
+}
+
+fn generate(
+    dir: &Path,
+    cert_file: &Path,
+    key_file: &Path,
+    ca_file: &Path,
+    bind: IpAddr,
+) -> Result<(), String> {
+    let err = |e: rcgen::Error| format!("generating the self-signed certificate: {e}");
+    fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+
+    let ca_key = KeyPair::generate().map_err(err)?;
+    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+    ca.distinguished_name.push(
+        DnType::CommonName,
+        format!("apiserver-ca@{}", chrono::Utc::now().timestamp()),
+    );
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_cert = ca.self_signed(&ca_key).map_err(err)?;
+
+    let mut names = vec![
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        "::1".to_string(),
+    ];
+    if !bind.is_unspecified() && !names.contains(&bind.to_string()) {
+        names.push(bind.to_string());
+    }
+    let key = KeyPair::generate().map_err(err)?;
+    let mut params = CertificateParams::new(names).map_err(err)?;
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "apiserver");
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    let issuer = Issuer::new(ca, ca_key);
+    let cert = params.signed_by(&key, &issuer).map_err(err)?;
+
+    let write =
+        |p: &Path, s: String| fs::write(p, s).map_err(|e| format!("writing {}: {e}", p.display()));
+    write(ca_file, ca_cert.pem())?;
+    write(cert_file, cert.pem() + &ca_cert.pem())?;
+    write(key_file, key.serialize_pem())?;
+    restrict(key_file);
+    Ok(())
+}
+
+#[cfg(unix)]
+fn restrict(p: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = fs::set_permissions(p, fs::Permissions::from_mode(0o600));
+}
+
+#[cfg(not(unix))]
+fn restrict(_: &Path) {}
+
+/// A rustls server config from PEM files.
+pub fn rustls_config(cert: &ServingCert) -> Result<rustls::ServerConfig, String> {
+    let certs = {
+        let data = fs::read(&cert.cert_file)
+            .map_err(|e| format!("reading {}: {e}", cert.cert_file.display()))?;
+        rustls_pemfile::certs(&mut data.as_slice())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("parsing {}: {e}", cert.cert_file.display()))?
+    };
+    if certs.is_empty() {
+        return Err(format!(
+            "{}: no certificate found",
+            cert.cert_file.display()
+        ));
+    }
+    let key = {
+        let data = fs::read(&cert.key_file)
+            .map_err(|e| format!("reading {}: {e}", cert.key_file.display()))?;
+        rustls_pemfile::private_key(&mut data.as_slice())
+            .map_err(|e| format!("parsing {}: {e}", cert.key_file.display()))?
+            .ok_or_else(|| format!("{}: no private key found", cert.key_file.display()))?
+    };
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("TLS certificate and key do not match: {e}"))
+}
