@@ -56,7 +56,7 @@ struct Meta {
 
 enum MetaValue {
     Flag,
-    Value(Expr),
+    Value(Box<Expr>),
     List(TokenStream),
 }
 
@@ -65,7 +65,7 @@ impl Parse for Meta {
         let key = syn::Ident::parse_any(input)?;
         let value = if input.peek(Token![=]) {
             input.parse::<Token![=]>()?;
-            MetaValue::Value(input.parse()?)
+            MetaValue::Value(Box::new(input.parse()?))
         } else if input.peek(syn::token::Paren) {
             let content;
             syn::parenthesized!(content in input);
@@ -116,6 +116,8 @@ pub fn parse_resource_attrs(
     let mut out = ResourceAttrs::default();
     let mut errors = Vec::new();
     let mut seen_any = false;
+    let mut written: Vec<String> = Vec::new();
+    let mut unparsed = false;
 
     for attr in attrs.iter().filter(|a| a.path().is_ident("resource")) {
         seen_any = true;
@@ -123,11 +125,13 @@ pub fn parse_resource_attrs(
             Ok(m) => m,
             Err(e) => {
                 errors.push(e);
+                unparsed = true;
                 continue;
             }
         };
         for meta in metas {
             let key = meta.name();
+            written.push(key.clone());
             match key.as_str() {
                 "group" => set_str(&mut out.group, &meta, &mut errors),
                 "version" => set_str(&mut out.version, &meta, &mut errors),
@@ -179,7 +183,7 @@ pub fn parse_resource_attrs(
             item_span,
             "missing #[resource(...)] attribute: add #[resource(group = \"example.dev\", version = \"v1\", kind = \"MyKind\", namespaced)]",
         ));
-    } else {
+    } else if !unparsed {
         for (name, value, example) in [
             (
                 "group",
@@ -189,7 +193,7 @@ pub fn parse_resource_attrs(
             ("version", &out.version, "version = \"v1\""),
             ("kind", &out.kind, "kind = \"MyKind\""),
         ] {
-            if value.is_none() {
+            if value.is_none() && !written.iter().any(|w| w == name) {
                 errors.push(syn::Error::new(
                     item_span,
                     format!("#[resource(...)] is missing `{name}`: add `{example}`"),
@@ -237,7 +241,7 @@ fn flag(meta: &Meta, errors: &mut Vec<syn::Error>) -> bool {
 
 fn value<'a>(meta: &'a Meta, errors: &mut Vec<syn::Error>, example: &str) -> Option<&'a Expr> {
     match &meta.value {
-        MetaValue::Value(e) => Some(e),
+        MetaValue::Value(e) => Some(e.as_ref()),
         _ => {
             errors.push(syn::Error::new(
                 meta.span(),

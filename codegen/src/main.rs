@@ -8,13 +8,23 @@ use std::{env, fs};
 use codegen::{generate, SourceFile, GENERATED_DIR};
 
 fn main() -> ExitCode {
-    let args: Vec<String> = env::args().skip(1).collect();
-    let check = args.iter().any(|a| a == "--check");
-    if let Some(bad) = args.iter().find(|a| *a != "--check") {
-        eprintln!("error: unknown argument `{bad}`\nusage: cargo run -p codegen [-- --check]");
-        return ExitCode::from(2);
+    let mut check = false;
+    let mut root = workspace_root();
+    let mut args = env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--check" => check = true,
+            "--root" => match args.next() {
+                Some(r) => root = PathBuf::from(r),
+                None => return usage("--root needs a directory"),
+            },
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            other => return usage(&format!("unknown argument `{other}`")),
+        }
     }
-    let root = workspace_root();
     match run(&root, check) {
         Ok(code) => code,
         Err(e) => {
@@ -22,6 +32,16 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+const USAGE: &str = "usage: cargo run -p codegen [-- [--check] [--root DIR]]
+  Regenerates server/src/generated/ from api-defs/.
+  --check     write nothing; exit 1 naming each stale file
+  --root DIR  the workspace root (default: the one codegen was built in)";
+
+fn usage(problem: &str) -> ExitCode {
+    eprintln!("error: {problem}\n{USAGE}");
+    ExitCode::from(2)
 }
 
 fn workspace_root() -> PathBuf {

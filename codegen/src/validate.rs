@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnostics::{Diagnostic, Diagnostics, Location};
-use crate::model::{ResourceDef, Schema};
+use crate::model::{PrinterColumn, ResourceDef, ScaleSubresource, Schema};
 use crate::names::{is_api_version, is_dns_label, is_dns_subdomain, is_kind};
 
 const TYPES: &[&str] = &["object", "array", "string", "integer", "number", "boolean"];
@@ -87,61 +87,80 @@ pub fn validate(defs: &[ResourceDef], diags: &mut Diagnostics) {
             ));
         }
 
-        if d.schema.type_.as_deref() != Some("object") {
-            let loc = d.schema.location.clone().unwrap_or_else(|| at.clone());
+        validate_parts(
+            &d.schema,
+            &d.printer_columns,
+            d.subresources.scale.as_ref(),
+            at,
+            diags,
+        );
+    }
+}
+
+/// Checks that need no identity: the schema, printer columns and scale paths. Loaders
+/// also call it for definitions too broken to lower, so one run reports everything.
+pub fn validate_parts(
+    schema: &Schema,
+    columns: &[PrinterColumn],
+    scale: Option<&ScaleSubresource>,
+    at: &Location,
+    diags: &mut Diagnostics,
+) {
+    let err =
+        |msg: String, help: &str| Diagnostic::new(at.clone(), msg).with_help(help.to_string());
+    if schema.type_.as_deref() != Some("object") {
+        let loc = schema.location.clone().unwrap_or_else(|| at.clone());
+        diags.push(
+            Diagnostic::new(loc, "the top-level schema must be `type: object`")
+                .with_help("write `type: object` with the kind's `properties`"),
+        );
+    }
+    for (name, prop) in &schema.properties {
+        if ["apiVersion", "kind", "metadata"].contains(&name.as_str()) {
+            let loc = prop.location.clone().unwrap_or_else(|| at.clone());
             diags.push(
-                Diagnostic::new(loc, "the top-level schema must be `type: object`")
-                    .with_help("write `type: object` with the kind's `properties`"),
+                Diagnostic::new(loc, format!("`{name}` is implied and must not be declared"))
+                    .with_help("remove it; every kind gets apiVersion, kind and metadata"),
             );
         }
-        for (name, prop) in &d.schema.properties {
-            if ["apiVersion", "kind", "metadata"].contains(&name.as_str()) {
-                let loc = prop.location.clone().unwrap_or_else(|| at.clone());
-                diags.push(
-                    Diagnostic::new(loc, format!("`{name}` is implied and must not be declared"))
-                        .with_help("remove it; every kind gets apiVersion, kind and metadata"),
-                );
-            }
+    }
+    check_schema(schema, at, "", diags);
+    check_protobuf_fields(schema, at, true, diags);
+    for c in columns {
+        if !COLUMN_TYPES.contains(&c.type_.as_str()) {
+            diags.push(err(
+                format!("printer column `{}` has unknown type `{}`", c.name, c.type_),
+                "use integer, number, string, boolean or date",
+            ));
         }
-        check_schema(&d.schema, at, "", diags);
-        check_protobuf_fields(&d.schema, at, true, diags);
-
-        for c in &d.printer_columns {
-            if !COLUMN_TYPES.contains(&c.type_.as_str()) {
-                diags.push(err(
-                    format!("printer column `{}` has unknown type `{}`", c.name, c.type_),
-                    "use integer, number, string, boolean or date",
-                ));
-            }
-            if !c.json_path.starts_with('.') {
-                diags.push(err(
-                    format!(
-                        "printer column `{}` jsonPath `{}` must start with `.`",
-                        c.name, c.json_path
-                    ),
-                    "e.g. `.spec.size`",
-                ));
-            }
+        if !c.json_path.starts_with('.') {
+            diags.push(err(
+                format!(
+                    "printer column `{}` jsonPath `{}` must start with `.`",
+                    c.name, c.json_path
+                ),
+                "e.g. `.spec.size`",
+            ));
         }
-        if let Some(scale) = &d.subresources.scale {
-            if !scale.spec_replicas_path.starts_with(".spec.") {
-                diags.push(err(
-                    format!(
-                        "specReplicasPath `{}` must be under `.spec`",
-                        scale.spec_replicas_path
-                    ),
-                    "e.g. `.spec.replicas`",
-                ));
-            }
-            if !scale.status_replicas_path.starts_with(".status.") {
-                diags.push(err(
-                    format!(
-                        "statusReplicasPath `{}` must be under `.status`",
-                        scale.status_replicas_path
-                    ),
-                    "e.g. `.status.replicas`",
-                ));
-            }
+    }
+    if let Some(scale) = scale {
+        if !scale.spec_replicas_path.starts_with(".spec.") {
+            diags.push(err(
+                format!(
+                    "specReplicasPath `{}` must be under `.spec`",
+                    scale.spec_replicas_path
+                ),
+                "e.g. `.spec.replicas`",
+            ));
+        }
+        if !scale.status_replicas_path.starts_with(".status.") {
+            diags.push(err(
+                format!(
+                    "statusReplicasPath `{}` must be under `.status`",
+                    scale.status_replicas_path
+                ),
+                "e.g. `.status.replicas`",
+            ));
         }
     }
 }

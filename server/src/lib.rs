@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod discovery;
 pub mod endpoints;
 pub mod filters;
+#[rustfmt::skip]
 pub mod generated;
 pub mod openapi;
 pub mod options;

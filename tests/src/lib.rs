@@ -1,1 +1,514 @@
-//! tests
+//! Black-box test harness: runs the real `apiserver` binary and drives it with kubectl and
+//! the kube crate.
+//!
+//! Each [`TestServer`] is a separate process with its own data directory and port, so
+//! tests are independent and may run in parallel. The binary is built once per test
+//! process (see [`server_binary`]).
+//!
+//! ```no_run
+//! use apiserver_tests::TestServer;
+//!
+//! let server = TestServer::start();
+//! let out = server.kubectl_ok(&["get", "namespaces"]);
+//! assert!(out.contains("default"));
+//! ```
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+/// How long a server may take from spawn to printing its `Admin kubeconfig:` line.
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How many times [`TestServer::start_in`] retries when the picked port was taken by
+/// someone else between picking and binding.
+const PORT_ATTEMPTS: usize = 3;
+
+/// The workspace root: the parent of this crate's manifest directory.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests crate lives inside the workspace")
+        .to_path_buf()
+}
+
+/// Path of the `apiserver` binary, built once per test process.
+///
+/// Runs `$CARGO build -p apiserver --bin apiserver` (or `cargo` when `CARGO` is unset) in
+/// the workspace root the first time it is called. The binary is looked up in
+/// `$CARGO_TARGET_DIR/debug` when that variable is set (relative paths are taken from
+/// the workspace root, as cargo does when run there), else in `<root>/target/debug`.
+/// Setting `APISERVER_BIN` skips the build and uses that binary instead.
+///
+/// # Panics
+///
+/// When the build fails or the binary is not where it should be.
+pub fn server_binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("APISERVER_BIN").filter(|b| !b.is_empty()) {
+            return PathBuf::from(bin);
+        }
+        let root = workspace_root();
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let output = Command::new(&cargo)
+            .args(["build", "-p", "apiserver", "--bin", "apiserver"])
+            .current_dir(&root)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("running {cargo:?} build: {e}"));
+        assert!(
+            output.status.success(),
+            "building the apiserver binary failed ({}):\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let target_dir = match std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
+            Some(dir) => root.join(dir),
+            None => root.join("target"),
+        };
+        let bin = target_dir
+            .join("debug")
+            .join(format!("apiserver{}", std::env::consts::EXE_SUFFIX));
+        assert!(
+            bin.is_file(),
+            "the build succeeded but {} does not exist",
+            bin.display()
+        );
+        bin
+    })
+}
+
+/// The kubectl binary: `/usr/bin/kubectl` when present, else `kubectl` on `PATH`.
+pub fn kubectl_binary() -> PathBuf {
+    let fixed = Path::new("/usr/bin/kubectl");
+    if fixed.is_file() {
+        fixed.to_path_buf()
+    } else {
+        PathBuf::from("kubectl")
+    }
+}
+
+/// A free TCP port on 127.0.0.1, found by binding port 0 and letting it go.
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
+    listener.local_addr().expect("local address").port()
+}
+
+/// Where a server keeps its data: a temporary directory it owns, or one the test owns.
+enum DataDir {
+    Owned(TempDir),
+    Borrowed(PathBuf),
+}
+
+impl DataDir {
+    fn path(&self) -> &Path {
+        match self {
+            DataDir::Owned(t) => t.path(),
+            DataDir::Borrowed(p) => p,
+        }
+    }
+}
+
+/// A running `apiserver` process, killed when dropped.
+pub struct TestServer {
+    child: Option<Child>,
+    data_dir: DataDir,
+    /// kubectl's discovery cache and files tests write (manifests).
+    scratch: TempDir,
+    port: u16,
+    url: String,
+    kubeconfig: PathBuf,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl TestServer {
+    /// Starts a server on a fresh temporary data directory and a free port.
+    ///
+    /// # Panics
+    ///
+    /// When the binary cannot be built or the server does not come up within
+    /// [`STARTUP_TIMEOUT`]; the message carries the server's stderr.
+    pub fn start() -> TestServer {
+        let dir = TempDir::with_prefix("apiserver-test-").expect("creating a temporary dir");
+        Self::launch(DataDir::Owned(dir))
+    }
+
+    /// Starts a server on `data_dir`, which the caller keeps (for restart tests: stop
+    /// one server, then start another on the same directory). Picks a new free port.
+    ///
+    /// # Panics
+    ///
+    /// As [`TestServer::start`].
+    pub fn start_in(data_dir: impl AsRef<Path>) -> TestServer {
+        Self::launch(DataDir::Borrowed(data_dir.as_ref().to_path_buf()))
+    }
+
+    fn launch(data_dir: DataDir) -> TestServer {
+        let bin = server_binary();
+        let scratch = TempDir::with_prefix("apiserver-test-scratch-").expect("creating a temp dir");
+        let mut last_failure = String::new();
+        for _ in 0..PORT_ATTEMPTS {
+            let port = free_port();
+            match spawn(bin, data_dir.path(), port) {
+                Ok(s) => {
+                    return TestServer {
+                        child: Some(s.child),
+                        data_dir,
+                        scratch,
+                        port,
+                        url: s.url,
+                        kubeconfig: s.kubeconfig,
+                        stderr: s.stderr,
+                    }
+                }
+                // Someone else took the port between picking and binding: try another.
+                Err(f) if f.contains("cannot listen") => last_failure = f,
+                Err(f) => panic!("{f}"),
+            }
+        }
+        panic!("{last_failure}")
+    }
+
+    /// The data directory (`--data-dir`).
+    pub fn data_dir(&self) -> &Path {
+        self.data_dir.path()
+    }
+
+    /// The HTTPS port (`--secure-port`).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The URL from the `Serving securely on` line, e.g. `https://127.0.0.1:40123`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Absolute path of the admin kubeconfig the server wrote.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// Everything the server wrote to stderr so far (its log).
+    pub fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Writes `contents` to `name` in a scratch directory private to this server and
+    /// returns the path (for `kubectl create -f`).
+    pub fn write_file(&self, name: &str, contents: &str) -> PathBuf {
+        let path = self.scratch.path().join(name);
+        std::fs::write(&path, contents)
+            .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+        path
+    }
+
+    /// Runs kubectl with `--kubeconfig` pointing at this server and returns its output.
+    /// Uses a discovery cache private to this server.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_with_stdin(args, None)
+    }
+
+    /// As [`TestServer::kubectl`], feeding `stdin` to the process (for `-f -`).
+    pub fn kubectl_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        use std::io::Write;
+        let mut cmd = Command::new(kubectl_binary());
+        cmd.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.scratch.path().join("kube-cache"))
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("running kubectl {args:?}: {e}"));
+        if let Some(input) = stdin {
+            let mut pipe = child.stdin.take().expect("piped stdin");
+            pipe.write_all(input.as_bytes())
+                .expect("writing kubectl's stdin");
+        }
+        child
+            .wait_with_output()
+            .unwrap_or_else(|e| panic!("waiting for kubectl {args:?}: {e}"))
+    }
+
+    /// Runs kubectl, asserts it succeeded, and returns its stdout.
+    ///
+    /// # Panics
+    ///
+    /// When kubectl fails; the message has its stdout, stderr and the server's log.
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed ({}):\nstdout:\n{}\nstderr:\n{}\nserver log:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            self.stderr_tail()
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs kubectl, asserts it failed, and returns its stderr.
+    ///
+    /// # Panics
+    ///
+    /// When kubectl succeeds; the message has its stdout.
+    pub fn kubectl_err(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} was expected to fail but succeeded:\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    /// A kube client for this server, built from the admin kubeconfig file.
+    ///
+    /// # Panics
+    ///
+    /// When the kubeconfig cannot be read or turned into a client.
+    pub async fn client(&self) -> kube::Client {
+        client_from_kubeconfig(&self.kubeconfig).await
+    }
+
+    /// Kills the server and waits for it to exit; the data directory is kept (for
+    /// restart tests). Calling it twice is harmless.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Whether the server process is still running.
+    pub fn is_running(&mut self) -> bool {
+        match &mut self.child {
+            Some(c) => matches!(c.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// The last lines of the server's stderr, for failure messages.
+    pub fn stderr_tail(&self) -> String {
+        let all = self.stderr();
+        let lines: Vec<&str> = all.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A kube client from a kubeconfig file (its current context).
+///
+/// # Panics
+///
+/// When the file cannot be read or turned into a client.
+pub async fn client_from_kubeconfig(path: &Path) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)
+        .unwrap_or_else(|e| panic!("reading kubeconfig {}: {e}", path.display()));
+    client_from(kubeconfig).await
+}
+
+/// A kube client from an in-memory kubeconfig (its current context).
+///
+/// # Panics
+///
+/// When the kubeconfig cannot be turned into a client.
+pub async fn client_from(kubeconfig: kube::config::Kubeconfig) -> kube::Client {
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("loading kubeconfig: {e}"));
+    kube::Client::try_from(config).unwrap_or_else(|e| panic!("building a kube client: {e}"))
+}
+
+/// A freshly started process whose stdout announced the kubeconfig.
+struct Spawned {
+    child: Child,
+    url: String,
+    kubeconfig: PathBuf,
+    stderr: Arc<Mutex<String>>,
+}
+
+/// Spawns the server and waits for its `Admin kubeconfig:` line. On failure returns a
+/// description including the server's stderr (the process is killed).
+fn spawn(bin: &Path, data_dir: &Path, port: u16) -> Result<Spawned, String> {
+    let port_text = port.to_string();
+    let mut child = Command::new(bin)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["--secure-port", &port_text])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("spawning {}: {e}", bin.display()))?;
+
+    // Drain stderr for the whole life of the process so it never blocks on a full pipe.
+    let stderr = Arc::new(Mutex::new(String::new()));
+    {
+        let mut pipe = child.stderr.take().expect("piped stderr");
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+    }
+
+    // Stdout lines go through a channel so the wait can time out; the reader thread
+    // keeps draining after start-up.
+    let (tx, rx) = mpsc::channel::<String>();
+    {
+        let pipe = child.stdout.take().expect("piped stdout");
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                // The receiver is gone after start-up; keep reading anyway.
+                let _ = tx.send(line);
+            }
+        });
+    }
+
+    let fail = |child: &mut Child, why: String, stdout: &[String]| -> String {
+        let _ = child.kill();
+        let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
+        // Give the stderr thread a moment to collect the last words.
+        std::thread::sleep(Duration::from_millis(100));
+        format!(
+            "apiserver on port {port} with --data-dir {}: {why} (exit: {status})\nstdout:\n{}\nstderr:\n{}",
+            data_dir.display(),
+            stdout.join("\n"),
+            stderr.lock().unwrap_or_else(|e| e.into_inner())
+        )
+    };
+
+    let deadline = Instant::now() + STARTUP_TIMEOUT;
+    let mut seen = Vec::new();
+    let mut url = None;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                if let Some(u) = line.strip_prefix("Serving securely on ") {
+                    url = Some(u.trim().to_string());
+                }
+                if let Some(path) = line.strip_prefix("Admin kubeconfig: ") {
+                    let kubeconfig = PathBuf::from(path.trim());
+                    let Some(url) = url else {
+                        let why = "printed `Admin kubeconfig:` before `Serving securely on`";
+                        return Err(fail(&mut child, why.into(), &seen));
+                    };
+                    return Ok(Spawned {
+                        child,
+                        url,
+                        kubeconfig,
+                        stderr,
+                    });
+                }
+                seen.push(line);
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                let why = format!("no `Admin kubeconfig:` line within {STARTUP_TIMEOUT:?}");
+                return Err(fail(&mut child, why, &seen));
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                let why = "exited before printing `Admin kubeconfig:`".to_string();
+                return Err(fail(&mut child, why, &seen));
+            }
+        }
+    }
+}
+
+/// The answer to a raw request: HTTP status, headers and the body parsed as JSON
+/// (`Value::Null` when it is not JSON; the text is in `text`).
+#[derive(Debug)]
+pub struct RawResponse {
+    /// HTTP status code.
+    pub status: u16,
+    /// Response headers.
+    pub headers: http::HeaderMap,
+    /// The body as text.
+    pub text: String,
+    /// The body parsed as JSON, or `Null`.
+    pub json: serde_json::Value,
+}
+
+/// Sends a raw request through `client` (which adds the server URL, TLS and the
+/// bearer token) and returns the response whatever its status.
+///
+/// `path` is the path and query, e.g. `/api/v1/namespaces/default/configmaps`.
+/// `content_type` is sent when given.
+///
+/// # Panics
+///
+/// When the request cannot be sent or the body cannot be read.
+pub async fn raw_request(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: impl Into<Vec<u8>>,
+) -> RawResponse {
+    let mut builder = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header(http::header::ACCEPT, "application/json");
+    if let Some(ct) = content_type {
+        builder = builder.header(http::header::CONTENT_TYPE, ct);
+    }
+    let request = builder
+        .body(kube::client::Body::from(body.into()))
+        .unwrap_or_else(|e| panic!("building {method} {path}: {e}"));
+    let response = client
+        .send(request)
+        .await
+        .unwrap_or_else(|e| panic!("sending {method} {path}: {e}"));
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let bytes = response
+        .into_body()
+        .collect_bytes()
+        .await
+        .unwrap_or_else(|e| panic!("reading the body of {method} {path}: {e}"));
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let json = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+    RawResponse {
+        status,
+        headers,
+        text,
+        json,
+    }
+}

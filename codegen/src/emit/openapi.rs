@@ -183,6 +183,7 @@ fn operation_id(verb: &str, d: &ResourceDef, suffix: &str, all_namespaces: bool)
     format!("{verb}{group}{version}{ns}{}{suffix}{tail}", d.kind)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn op(
     d: &ResourceDef,
     verb: &str,

@@ -26,7 +26,7 @@ pub fn emit_mod(defs: &[ResourceDef]) -> TokenStream {
         v
     };
     let rust_mods = rust_defs.iter().map(|(m, path)| {
-        let ident = format_ident!("{}", m);
+        let ident = safe_ident(m);
         let doc = format!(
             "Rust definitions from `{}`.",
             path.trim_start_matches("../../../")
@@ -214,14 +214,16 @@ fn field_ident(prop: &str) -> syn::Ident {
     if snake.starts_with(|c: char| c.is_ascii_digit()) {
         snake.insert(0, '_');
     }
-    match snake.as_str() {
-        "type" | "ref" | "match" | "struct" | "enum" | "fn" | "mod" | "use" | "impl" | "loop"
-        | "move" | "static" | "where" | "async" | "await" | "dyn" | "box" | "in" | "for" | "if"
-        | "else" | "let" | "mut" | "pub" | "return" | "trait" | "true" | "false" | "while"
-        | "const" | "crate" | "extern" | "as" | "break" | "continue" | "unsafe" | "override"
-        | "final" | "macro" | "yield" | "try" | "abstract" | "become" | "do" | "priv"
-        | "typeof" | "unsized" | "virtual" => syn::Ident::new_raw(&snake, Span::call_site()),
-        "self" | "super" | "Self" => format_ident!("{}_", snake),
-        _ => format_ident!("{}", snake),
+    safe_ident(&snake)
+}
+
+/// An identifier for `name`, raw (`r#type`) when it is a keyword.
+fn safe_ident(name: &str) -> syn::Ident {
+    match name {
+        "self" | "super" | "crate" | "Self" | "_" => format_ident!("{}_", name),
+        _ if syn::parse_str::<syn::Ident>(name).is_err() => {
+            syn::Ident::new_raw(name, Span::call_site())
+        }
+        _ => format_ident!("{}", name),
     }
 }

@@ -47,6 +47,15 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Vec<ResourceDef>
         if !derives_resource(&st.attrs) {
             continue;
         }
+        // Lower the schema first so its problems are reported even when attributes are bad.
+        let mut schema = lower.struct_schema(st, &st.attrs, diags, 0);
+        schema.description = doc(&st.attrs);
+        schema
+            .properties
+            .retain(|(k, _)| !IMPLIED_FIELDS.contains(&k.as_str()));
+        schema
+            .required
+            .retain(|k| !IMPLIED_FIELDS.contains(&k.as_str()));
         let attrs = match parse_resource_attrs(&st.attrs, st.ident.span()) {
             Ok(a) => a,
             Err(errors) => {
@@ -58,14 +67,6 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Vec<ResourceDef>
                 continue;
             }
         };
-        let mut schema = lower.struct_schema(st, &st.attrs, diags, 0);
-        schema.description = doc(&st.attrs);
-        schema
-            .properties
-            .retain(|(k, _)| !IMPLIED_FIELDS.contains(&k.as_str()));
-        schema
-            .required
-            .retain(|k| !IMPLIED_FIELDS.contains(&k.as_str()));
         let kind = attrs.kind.unwrap_or_default();
         out.push(ResourceDef {
             location: loc(file, st.ident.span()),

@@ -72,6 +72,11 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
     };
     let cx = Cx { file };
     let map = root.as_mapping()?;
+    let file_start = Location {
+        file: file.to_string(),
+        line: 1,
+        column: 1,
+    };
     cx.check_keys(map, TOP_KEYS, "a definition", diags);
 
     let required_str = |key: &str, example: &str, diags: &mut Diagnostics| -> Option<String> {
@@ -79,7 +84,7 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
             Some(n) => cx.string(n, key, diags),
             None => {
                 diags.push(
-                    Diagnostic::new(cx.loc(root.span()), format!("missing `{key}`"))
+                    Diagnostic::new(file_start.clone(), format!("missing `{key}`"))
                         .with_help(format!("add `{example}`")),
                 );
                 None
@@ -102,7 +107,7 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
     let scope = match map.get_node("scope") {
         None => {
             diags.push(
-                Diagnostic::new(cx.loc(root.span()), "missing `scope`")
+                Diagnostic::new(file_start.clone(), "missing `scope`")
                     .with_help("add `scope: Namespaced` or `scope: Cluster`"),
             );
             None
@@ -134,7 +139,7 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
         Some(n) => cx.schema(n, None, diags),
         None => {
             diags.push(
-                Diagnostic::new(cx.loc(root.span()), "missing `schema`")
+                Diagnostic::new(file_start.clone(), "missing `schema`")
                     .with_help("add `schema:` with `type: object` and the kind's `properties` (apiVersion, kind and metadata are implied)"),
             );
             Schema::default()
@@ -149,18 +154,34 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
         .map(|n| cx.printer_columns(n, diags))
         .unwrap_or_default();
 
-    let kind = kind?;
+    // Where the definition "is": its kind, else the top of the file.
+    let location = map
+        .get_node("kind")
+        .map(|n| cx.loc(n.span()))
+        .unwrap_or(file_start);
+    let (Some(group), Some(version), Some(kind), Some(scope)) = (group, version, kind, scope)
+    else {
+        // Too broken to lower; still report every schema problem in this same run.
+        crate::validate::validate_parts(
+            &schema,
+            &printer_columns,
+            subresources.scale.as_ref(),
+            &location,
+            diags,
+        );
+        return None;
+    };
     let plural = plural.unwrap_or_else(|| infer_plural(&kind));
     Some(ResourceDef {
-        location: cx.loc(root.span()),
+        location,
         origin: Origin::Yaml,
-        group: group?,
-        version: version?,
+        group,
+        version,
         singular: singular.unwrap_or_else(|| kind.to_lowercase()),
         list_kind: list_kind.unwrap_or_else(|| format!("{kind}List")),
         kind,
         plural,
-        scope: scope?,
+        scope,
         short_names,
         categories,
         schema,

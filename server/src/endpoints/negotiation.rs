@@ -122,8 +122,7 @@ pub fn representation(req: &HttpRequest) -> Result<Representation, ApiError> {
         });
         match media.as_str() {
             "application/json" if is_table => {
-                let v1 = params.iter().any(|p| *p == "v=v1")
-                    && params.iter().any(|p| *p == "g=meta.k8s.io");
+                let v1 = params.contains(&"v=v1") && params.contains(&"g=meta.k8s.io");
                 if v1 {
                     return Ok(Representation::Table);
                 }

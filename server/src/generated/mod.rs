@@ -3,16 +3,13 @@
 //! Code generated from `api-defs/`. Never edit by hand: change the definitions and
 //! run `cargo run -p codegen`.
 pub mod catalog;
+pub mod routes;
+pub mod types;
 ///Rust definitions from `api-defs/examples/gadget.rs`.
 #[path = "../../../api-defs/examples/gadget.rs"]
 pub mod gadget;
-pub mod routes;
-pub mod types;
 /// OpenAPI v3 documents by group-version path (`api/v1`, `apis/<group>/<version>`).
 pub static OPENAPI_V3: &[(&str, &str)] = &[
     ("api/v1", include_str!("openapi/api__v1.json")),
-    (
-        "apis/example.dev/v1",
-        include_str!("openapi/apis__example.dev__v1.json"),
-    ),
+    ("apis/example.dev/v1", include_str!("openapi/apis__example.dev__v1.json")),
 ];

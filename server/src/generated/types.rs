@@ -4,8 +4,8 @@
 //! API machinery's and is not part of these structs.
 #[allow(missing_docs)]
 pub mod core_v1 {
-    use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
+    use schemars::JsonSchema;
     ///ConfigMap holds configuration data for pods to consume.
     #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
     pub struct ConfigMap {
@@ -94,8 +94,8 @@ pub mod core_v1 {
 }
 #[allow(missing_docs)]
 pub mod example_dev_v1 {
-    use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
+    use schemars::JsonSchema;
     ///The `WidgetSpecPortsItem` part.
     #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
     pub struct WidgetSpecPortsItem {
