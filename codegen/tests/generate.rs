@@ -64,7 +64,8 @@ fn valid_fixtures_generate_the_snapshotted_files() {
         let snap = dir().join("snapshots/valid").join(
             f.path
                 .trim_start_matches("server/src/generated/")
-                .replace('/', "__"),
+                .replace('/', "__")
+                + ".snap",
         );
         check_snapshot(&snap, &f.contents);
     }
