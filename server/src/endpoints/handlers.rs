@@ -12,11 +12,12 @@ use serde_json::{json, Value};
 use super::negotiation::{decode_body, representation, respond, Representation};
 use super::table::{table, IncludeObject};
 use super::{ApiState, ResourceRoute};
+use crate::api::selectors::{FieldSelector, LabelSelector};
 use crate::api::status::success;
 use crate::api::ApiError;
 use crate::catalog::ApiResource;
 use crate::registry::schema::prune;
-use crate::registry::store::Target;
+use crate::registry::store::{ListOptions, Target};
 
 type Reply = Result<HttpResponse, ApiError>;
 
@@ -137,42 +138,36 @@ fn with_warnings(mut resp: HttpResponse, warnings: &[String]) -> HttpResponse {
     resp
 }
 
-fn unsupported_selectors(opts: &ReadOptions) -> Result<(), ApiError> {
-    // Selectors arrive with the API-semantics work; until then refuse rather than ignore.
-    for (name, v) in [
-        ("labelSelector", &opts.label_selector),
-        ("fieldSelector", &opts.field_selector),
-    ] {
-        if v.as_deref().is_some_and(|s| !s.is_empty()) {
-            return Err(ApiError::bad_request(format!(
-                "{name} is not supported by this server yet"
-            )));
-        }
-    }
-    if opts
-        .watch
-        .as_deref()
-        .is_some_and(|w| w == "true" || w == "1")
-    {
-        return Err(ApiError::method_not_allowed());
-    }
-    Ok(())
+/// Parses the list options of a read (limit, continue, selectors).
+fn list_options(opts: &ReadOptions) -> Result<ListOptions, ApiError> {
+    let labels = LabelSelector::parse(opts.label_selector.as_deref().unwrap_or_default())
+        .map_err(ApiError::bad_request)?;
+    let fields = FieldSelector::parse(opts.field_selector.as_deref().unwrap_or_default(), &[])
+        .map_err(ApiError::bad_request)?;
+    Ok(ListOptions {
+        limit: opts.limit.unwrap_or(0),
+        continue_token: opts.continue_token.clone(),
+        labels,
+        fields,
+    })
+}
+
+fn is_watch(opts: &ReadOptions) -> bool {
+    matches!(opts.watch.as_deref(), Some("true" | "1"))
 }
 
 /// GET on a collection: a List, or a Table.
 pub async fn list(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
     let (res, _) = resource(&req, &state)?;
     let opts: ReadOptions = query(&req)?;
-    unsupported_selectors(&opts)?;
+    let list_opts = list_options(&opts)?;
+    if is_watch(&opts) {
+        return Err(ApiError::method_not_allowed());
+    }
     let repr = representation(&req)?;
     let page = state
         .store
-        .list(
-            &res,
-            namespace(&req).as_deref(),
-            opts.limit.unwrap_or(0),
-            opts.continue_token.as_deref(),
-        )
+        .list(&res, namespace(&req).as_deref(), &list_opts)
         .await?;
     let mut list_meta = json!({ "resourceVersion": page.resource_version });
     if let Some(c) = &page.continue_token {
@@ -384,12 +379,14 @@ pub async fn delete(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
 pub async fn delete_collection(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
     let (res, _) = resource(&req, &state)?;
     let opts: ReadOptions = query(&req)?;
-    unsupported_selectors(&opts)?;
+    let mut list_opts = list_options(&opts)?;
+    list_opts.limit = 0;
+    list_opts.continue_token = None;
     let dq: DeleteQuery = query(&req)?;
     let dry = dry_run(&dq.dry_run)?;
     let repr = write_representation(&req)?;
     let ns = namespace(&req);
-    let page = state.store.list(&res, ns.as_deref(), 0, None).await?;
+    let page = state.store.list(&res, ns.as_deref(), &list_opts).await?;
     let mut deleted = Vec::new();
     for obj in &page.items {
         let name = obj["metadata"]["name"].as_str().unwrap_or_default();

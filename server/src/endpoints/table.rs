@@ -4,6 +4,7 @@ use serde_json::{json, Value};
 
 use crate::api::meta::human_age;
 use crate::catalog::ApiResource;
+use crate::registry::strategy::strategy_for;
 
 /// What each row carries besides its cells (`includeObject`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +45,10 @@ pub fn table(
             "priority": c.priority,
         }));
     }
+    let computed = strategy_for(res).computed_columns();
+    for c in computed {
+        columns.push(json!({ "name": c.name, "type": c.type_, "format": "", "description": c.description, "priority": 0 }));
+    }
     columns.push(json!({ "name": "Age", "type": "string", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0 }));
 
     let rows: Vec<Value> = items
@@ -52,6 +57,9 @@ pub fn table(
             let mut cells = vec![obj["metadata"]["name"].clone()];
             for c in res.def.printer_columns {
                 cells.push(json_path(obj, c.json_path).cloned().unwrap_or(Value::Null));
+            }
+            for c in computed {
+                cells.push((c.value)(obj));
             }
             cells.push(json!(obj["metadata"]["creationTimestamp"].as_str().map(human_age).unwrap_or_else(|| "<unknown>".into())));
             let mut row = json!({ "cells": cells });

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use super::schema;
 use super::strategy::strategy_for;
 use crate::api::meta::{meta_str, metadata_mut, now_rfc3339, validate_name};
+use crate::api::selectors::{labels_of, FieldSelector, LabelSelector};
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::ApiResource;
 use crate::storage::{KeyValue, Storage, StorageError};
@@ -28,6 +29,16 @@ const SERVER_OWNED_META: &[&str] = &[
     "selfLink",
     "generation",
 ];
+
+/// What a list asks for.
+#[derive(Debug, Default)]
+pub struct ListOptions {
+    /// Page size; 0 = everything.
+    pub limit: usize,
+    pub continue_token: Option<String>,
+    pub labels: LabelSelector,
+    pub fields: FieldSelector,
+}
 
 /// One page of a list.
 pub struct ObjectList {
@@ -138,42 +149,67 @@ impl Store {
         }
     }
 
-    /// Lists objects in a namespace (or all namespaces / cluster-scoped when `ns` is None).
+    /// Lists objects in a namespace (or all namespaces / cluster-scoped when `ns` is None)
+    /// that match the selectors, at most `limit` (0 = all) per page.
     pub async fn list(
         &self,
         res: &ApiResource,
         ns: Option<&str>,
-        limit: usize,
-        continue_token: Option<&str>,
+        opts: &ListOptions,
     ) -> Result<ObjectList, ApiError> {
         let prefix = Self::prefix(res, ns);
-        let start = match continue_token.filter(|t| !t.is_empty()) {
+        let mut start = match opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
             Some(t) => Some(decode_continue(t, &prefix)?),
             None => None,
         };
-        let page = self
-            .storage
-            .list(&prefix, start.as_deref(), limit)
-            .await
-            .map_err(|e| map_err(res, "", e))?;
-        let items = page
-            .items
-            .iter()
-            .map(|kv| decode(res, kv))
-            .collect::<Result<Vec<_>, _>>()?;
-        let continue_token = (page.remaining > 0)
-            .then(|| {
-                page.items
-                    .last()
-                    .map(|kv| encode_continue(page.revision, &kv.key[prefix.len()..]))
-            })
-            .flatten();
-        Ok(ObjectList {
-            items,
-            resource_version: page.revision.to_string(),
-            continue_token,
-            remaining: page.remaining,
-        })
+        let filtering = !opts.labels.is_empty() || !opts.fields.is_empty();
+        let mut items = Vec::new();
+        let mut revision = None;
+        loop {
+            // Without selectors one page of `limit` keys is the answer; with them, keep
+            // reading until `limit` objects match.
+            let want = if opts.limit == 0 {
+                0
+            } else {
+                opts.limit - items.len()
+            };
+            let page = self
+                .storage
+                .list(&prefix, start.as_deref(), want)
+                .await
+                .map_err(|e| map_err(res, "", e))?;
+            let page_rev = *revision.get_or_insert(page.revision);
+            for kv in &page.items {
+                let obj = decode(res, kv)?;
+                if !filtering
+                    || (opts.labels.matches(&labels_of(&obj)) && opts.fields.matches(&obj))
+                {
+                    items.push(obj);
+                }
+                start = Some(kv.key.clone());
+            }
+            let full = opts.limit > 0 && items.len() >= opts.limit;
+            if page.remaining == 0 || page.items.is_empty() {
+                return Ok(ObjectList {
+                    items,
+                    resource_version: page_rev.to_string(),
+                    continue_token: None,
+                    remaining: 0,
+                });
+            }
+            if full {
+                let last = start.as_deref().unwrap_or_default();
+                let token = encode_continue(page_rev, &last[prefix.len()..]);
+                // The count of what follows is only exact without selectors.
+                let remaining = if filtering { 0 } else { page.remaining };
+                return Ok(ObjectList {
+                    items,
+                    resource_version: page_rev.to_string(),
+                    continue_token: Some(token),
+                    remaining,
+                });
+            }
+        }
     }
 
     /// Creates an object from client input (already decoded and checked against the URL).
@@ -513,7 +549,11 @@ fn encode_continue(revision: u64, start: &str) -> String {
 }
 
 fn decode_continue(token: &str, prefix: &str) -> Result<String, ApiError> {
-    let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
+    let bad = |why: &str| {
+        ApiError::bad_request(format!(
+            "invalid continue token: continue key is not valid: {why}"
+        ))
+    };
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(token)
         .map_err(|_| bad("not base64"))?;

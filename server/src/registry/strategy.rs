@@ -7,8 +7,32 @@ use serde_json::{json, Value};
 use crate::api::StatusCause;
 use crate::catalog::ApiResource;
 
-/// Hooks the generic store calls around writes.
+/// A Table column computed by code rather than a JSONPath (ConfigMap's and Secret's DATA).
+pub struct ComputedColumn {
+    pub name: &'static str,
+    pub type_: &'static str,
+    pub description: &'static str,
+    pub value: fn(&Value) -> Value,
+}
+
+fn data_count(obj: &Value) -> Value {
+    let count = |f: &str| obj.get(f).and_then(Value::as_object).map_or(0, |m| m.len());
+    json!(count("data") + count("binaryData"))
+}
+
+const DATA_COLUMN: ComputedColumn = ComputedColumn {
+    name: "Data",
+    type_: "string",
+    description: "The number of keys in data and binaryData.",
+    value: data_count,
+};
+
+/// Hooks the generic store calls around writes, and the Table printer calls on reads.
 pub trait Strategy: Send + Sync {
+    /// Columns printed after the definition's printer columns.
+    fn computed_columns(&self) -> &'static [ComputedColumn] {
+        &[]
+    }
     /// Fills in server-owned fields and normalises a new object.
     fn prepare_for_create(&self, _obj: &mut Value) {}
     /// Normalises an object about to replace `old`.
@@ -34,9 +58,21 @@ pub trait Strategy: Send + Sync {
 pub struct DefaultStrategy;
 impl Strategy for DefaultStrategy {}
 
-/// Core kinds without special rules (ConfigMap).
+/// Core kinds without special rules.
 pub struct PlainCoreStrategy;
 impl Strategy for PlainCoreStrategy {
+    fn tracks_generation(&self) -> bool {
+        false
+    }
+}
+
+/// ConfigMap: prints its key count.
+pub struct ConfigMapStrategy;
+impl Strategy for ConfigMapStrategy {
+    fn computed_columns(&self) -> &'static [ComputedColumn] {
+        &[DATA_COLUMN]
+    }
+
     fn tracks_generation(&self) -> bool {
         false
     }
@@ -46,6 +82,10 @@ impl Strategy for PlainCoreStrategy {
 /// `Opaque`.
 pub struct SecretStrategy;
 impl Strategy for SecretStrategy {
+    fn computed_columns(&self) -> &'static [ComputedColumn] {
+        &[DATA_COLUMN]
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         if let Some(Value::Object(string_data)) =
             obj.as_object_mut().and_then(|o| o.remove("stringData"))
@@ -135,6 +175,7 @@ impl Strategy for NamespaceStrategy {
 pub fn strategy_for(res: &ApiResource) -> &'static dyn Strategy {
     match (res.def.group, res.def.kind) {
         ("", "Secret") => &SecretStrategy,
+        ("", "ConfigMap") => &ConfigMapStrategy,
         ("", "Namespace") => &NamespaceStrategy,
         ("", _) => &PlainCoreStrategy,
         _ => &DefaultStrategy,
