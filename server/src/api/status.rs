@@ -161,6 +161,27 @@ impl ApiError {
         }
     }
 
+    /// 422 Invalid for request options (query parameters), as kube-apiserver words it.
+    pub fn invalid_options(field: &str, detail: &str) -> Self {
+        let cause = StatusCause {
+            reason: "FieldValueInvalid".into(),
+            message: format!("Invalid value: {detail}"),
+            field: field.into(),
+        };
+        ApiError {
+            details: Some(
+                json!({ "kind": "ListOptions", "group": "meta.k8s.io", "causes": [cause] }),
+            ),
+            ..Self::new(
+                422,
+                "Invalid",
+                format!(
+                    "ListOptions.meta.k8s.io \"\" is invalid: {field}: Invalid value: {detail}"
+                ),
+            )
+        }
+    }
+
     /// 405 MethodNotAllowed.
     pub fn method_not_allowed() -> Self {
         ApiError {

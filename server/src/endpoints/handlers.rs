@@ -32,6 +32,21 @@ struct ReadOptions {
     label_selector: Option<String>,
     field_selector: Option<String>,
     include_object: Option<String>,
+    resource_version: Option<String>,
+    resource_version_match: Option<String>,
+    timeout_seconds: Option<u64>,
+    allow_watch_bookmarks: Option<String>,
+    send_initial_events: Option<String>,
+}
+
+fn flag(v: &Option<String>, name: &str) -> Result<bool, ApiError> {
+    match v.as_deref() {
+        None | Some("") | Some("false") | Some("0") => Ok(false),
+        Some("true") | Some("1") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "{name}: invalid value {other:?}: must be true or false"
+        ))),
+    }
 }
 
 /// Query parameters of writes.
@@ -161,10 +176,28 @@ pub async fn list(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
     let (res, _) = resource(&req, &state)?;
     let opts: ReadOptions = query(&req)?;
     let list_opts = list_options(&opts)?;
-    if is_watch(&opts) {
-        return Err(ApiError::method_not_allowed());
-    }
     let repr = representation(&req)?;
+    if is_watch(&opts) {
+        let send_initial_events = flag(&opts.send_initial_events, "sendInitialEvents")?;
+        if send_initial_events && opts.resource_version_match.as_deref() != Some("NotOlderThan") {
+            return Err(ApiError::invalid_options(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        let w = super::watch::WatchRequest {
+            namespace: namespace(&req),
+            list: list_opts,
+            resource_version: opts.resource_version.clone(),
+            timeout_seconds: opts.timeout_seconds,
+            allow_bookmarks: flag(&opts.allow_watch_bookmarks, "allowWatchBookmarks")?,
+            send_initial_events,
+            repr,
+            include: IncludeObject::parse(opts.include_object.as_deref())
+                .map_err(ApiError::bad_request)?,
+        };
+        return super::watch::serve(&req, res, &state, w).await;
+    }
     let page = state
         .store
         .list(&res, namespace(&req).as_deref(), &list_opts)

@@ -4,6 +4,7 @@
 pub mod handlers;
 pub mod negotiation;
 pub mod table;
+pub mod watch;
 
 use std::sync::Arc;
 

@@ -14,7 +14,8 @@ use crate::api::meta::{meta_str, metadata_mut, now_rfc3339, validate_name};
 use crate::api::selectors::{labels_of, FieldSelector, LabelSelector};
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::ApiResource;
-use crate::storage::{KeyValue, Storage, StorageError};
+use crate::storage::{KeyValue, Storage, StorageError, StoredEvent};
+use tokio::sync::mpsc;
 
 /// How many times a read-modify-write (patch) retries after losing a race.
 const MAX_PATCH_RETRIES: usize = 5;
@@ -67,6 +68,9 @@ fn map_err(res: &ApiResource, name: &str, e: StorageError) -> ApiError {
         StorageError::NotFound(_) => ApiError::not_found(res, name),
         StorageError::AlreadyExists(_) => ApiError::already_exists(res, name),
         StorageError::Conflict { .. } => ApiError::conflict(res, name),
+        StorageError::Expired { requested, oldest } => {
+            ApiError::expired(format!("too old resource version: {requested} ({oldest})"))
+        }
         StorageError::Internal(msg) => ApiError::internal(msg),
     }
 }
@@ -210,6 +214,48 @@ impl Store {
                 });
             }
         }
+    }
+
+    /// Watches objects under `ns` (all when None) changed after revision `after`, as
+    /// API watch events. Selector transitions follow kube-apiserver: an object that stops
+    /// matching arrives as DELETED, one that starts matching as ADDED.
+    pub async fn watch(
+        &self,
+        res: Arc<ApiResource>,
+        ns: Option<&str>,
+        after: u64,
+        labels: LabelSelector,
+        fields: FieldSelector,
+    ) -> Result<mpsc::Receiver<Result<ObjectEvent, ApiError>>, ApiError> {
+        let mut events = self
+            .storage
+            .watch(&Self::prefix(&res, ns), after)
+            .await
+            .map_err(|e| map_err(&res, "", e))?;
+        let (tx, rx) = mpsc::channel(64);
+        tokio::spawn(async move {
+            while let Some(event) = events.recv().await {
+                let out = match event {
+                    Ok(e) => to_object_event(&res, &e, &labels, &fields),
+                    Err(e) => Some(Err(map_err(&res, "", e))),
+                };
+                if let Some(out) = out {
+                    let stop = out.is_err();
+                    if tx.send(out).await.is_err() || stop {
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(rx)
+    }
+
+    /// The store's current revision.
+    pub async fn current_revision(&self) -> Result<u64, ApiError> {
+        self.storage
+            .current_revision()
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))
     }
 
     /// Creates an object from client input (already decoded and checked against the URL).
@@ -532,6 +578,51 @@ impl Store {
             Err(ApiError::invalid(res, name, causes))
         }
     }
+}
+
+/// A watch event as clients see it: `ADDED`, `MODIFIED` or `DELETED` and the object.
+#[derive(Debug, Clone)]
+pub struct ObjectEvent {
+    pub type_: &'static str,
+    pub object: Value,
+}
+
+fn to_object_event(
+    res: &ApiResource,
+    e: &StoredEvent,
+    labels: &LabelSelector,
+    fields: &FieldSelector,
+) -> Option<Result<ObjectEvent, ApiError>> {
+    let parse = |bytes: &Bytes| -> Result<Value, ApiError> {
+        let kv = KeyValue {
+            key: e.key.clone(),
+            value: bytes.clone(),
+            create_revision: 0,
+            mod_revision: e.revision,
+        };
+        decode(res, &kv)
+    };
+    let matches = |obj: &Value| labels.matches(&labels_of(obj)) && fields.matches(obj);
+    let new = match e.value.as_ref().map(parse).transpose() {
+        Ok(v) => v,
+        Err(err) => return Some(Err(err)),
+    };
+    let old = match e.prev.as_ref().map(parse).transpose() {
+        Ok(v) => v,
+        Err(err) => return Some(Err(err)),
+    };
+    let (type_, object) = match (old, new) {
+        (None, Some(new)) if matches(&new) => ("ADDED", new),
+        (Some(old), Some(new)) => match (matches(&old), matches(&new)) {
+            (true, true) => ("MODIFIED", new),
+            (false, true) => ("ADDED", new),
+            (true, false) => ("DELETED", new),
+            (false, false) => return None,
+        },
+        (Some(old), None) if matches(&old) => ("DELETED", old),
+        _ => return None,
+    };
+    Some(Ok(ObjectEvent { type_, object }))
 }
 
 fn random_suffix() -> String {

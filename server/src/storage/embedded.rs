@@ -3,13 +3,14 @@
 //! acknowledged is lost.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use redb::{Database, ReadableTable, TableDefinition};
 
-use super::{KeyValue, ListPage, Storage, StorageError};
+use super::events::{EventLog, DEFAULT_HISTORY};
+use super::{EventReceiver, KeyValue, ListPage, Storage, StorageError, StoredEvent};
 
 /// key → [create_revision u64 LE][mod_revision u64 LE][value bytes]
 const KV: TableDefinition<&str, &[u8]> = TableDefinition::new("kv");
@@ -19,7 +20,14 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// redb-backed [`Storage`].
 #[derive(Clone)]
 pub struct EmbeddedStorage {
-    db: Arc<Database>,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Database,
+    events: EventLog,
+    /// Serialises commit + publish so watchers see revisions in order.
+    write_order: Mutex<()>,
 }
 
 fn internal(e: impl std::fmt::Display) -> StorageError {
@@ -49,56 +57,71 @@ fn decode(key: &str, raw: &[u8]) -> Result<KeyValue, StorageError> {
 }
 
 impl EmbeddedStorage {
-    /// Opens (or creates) the store at `path`.
+    /// Opens (or creates) the store at `path`. Watch history starts at the revision found
+    /// on disk: watches from before a restart get 410 and re-list, as after compaction.
     pub fn open(path: &Path) -> Result<Self, StorageError> {
         let db = Database::create(path).map_err(internal)?;
         let tx = db.begin_write().map_err(internal)?;
+        let revision;
         {
             tx.open_table(KV).map_err(internal)?;
-            tx.open_table(META).map_err(internal)?;
+            let meta = tx.open_table(META).map_err(internal)?;
+            revision = meta
+                .get("revision")
+                .map_err(internal)?
+                .map(|v| v.value())
+                .unwrap_or(0);
         }
         tx.commit().map_err(internal)?;
-        Ok(EmbeddedStorage { db: Arc::new(db) })
+        Ok(EmbeddedStorage {
+            inner: Arc::new(Inner {
+                db,
+                events: EventLog::new(revision, DEFAULT_HISTORY),
+                write_order: Mutex::new(()),
+            }),
+        })
     }
 
     async fn blocking<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Database) -> Result<T, StorageError> + Send + 'static,
+        f: impl FnOnce(&Inner) -> Result<T, StorageError> + Send + 'static,
     ) -> Result<T, StorageError> {
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || f(&db))
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || f(&inner))
             .await
             .map_err(internal)?
     }
 
     /// One write transaction: `f` gets the current record (if any) and the next revision
-    /// and returns what to store (`Some`) or delete (`None`).
+    /// and returns the value to store (`Some`) or delete (`None`). The committed change is
+    /// published to watchers before the next write can commit, so events stay in order.
     async fn write<T: Send + 'static>(
         &self,
         key: &str,
-        f: impl FnOnce(Option<KeyValue>, u64) -> Result<(Option<Vec<u8>>, T), StorageError>
+        f: impl FnOnce(Option<&KeyValue>, u64) -> Result<(Option<Vec<u8>>, T), StorageError>
             + Send
             + 'static,
     ) -> Result<T, StorageError> {
         let key = key.to_string();
-        self.blocking(move |db| {
-            let tx = db.begin_write().map_err(internal)?;
-            let out;
+        self.blocking(move |inner| {
+            let _order = inner.write_order.lock().unwrap_or_else(|e| e.into_inner());
+            let tx = inner.db.begin_write().map_err(internal)?;
+            let (rev, current, record, out);
             {
                 let mut meta = tx.open_table(META).map_err(internal)?;
                 let mut kv = tx.open_table(KV).map_err(internal)?;
-                let rev = meta
+                rev = meta
                     .get("revision")
                     .map_err(internal)?
                     .map(|v| v.value())
                     .unwrap_or(0)
                     + 1;
-                let current = match kv.get(key.as_str()).map_err(internal)? {
+                current = match kv.get(key.as_str()).map_err(internal)? {
                     Some(v) => Some(decode(&key, v.value())?),
                     None => None,
                 };
-                let (record, result) = f(current, rev)?;
-                match record {
+                (record, out) = f(current.as_ref(), rev)?;
+                match &record {
                     Some(bytes) => {
                         kv.insert(key.as_str(), bytes.as_slice())
                             .map_err(internal)?;
@@ -108,9 +131,14 @@ impl EmbeddedStorage {
                     }
                 }
                 meta.insert("revision", rev).map_err(internal)?;
-                out = result;
             }
             tx.commit().map_err(internal)?;
+            inner.events.publish(StoredEvent {
+                revision: rev,
+                key,
+                value: record.map(|r| Bytes::copy_from_slice(&r[16..])),
+                prev: current.map(|c| c.value),
+            });
             Ok(out)
         })
         .await
@@ -121,7 +149,8 @@ impl EmbeddedStorage {
 impl Storage for EmbeddedStorage {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
         let key = key.to_string();
-        self.blocking(move |db| {
+        self.blocking(move |inner| {
+            let db = &inner.db;
             let tx = db.begin_read().map_err(internal)?;
             let kv = tx.open_table(KV).map_err(internal)?;
             match kv.get(key.as_str()).map_err(internal)? {
@@ -140,7 +169,8 @@ impl Storage for EmbeddedStorage {
     ) -> Result<ListPage, StorageError> {
         let prefix = prefix.to_string();
         let start_after = start_after.map(str::to_string);
-        self.blocking(move |db| {
+        self.blocking(move |inner| {
+            let db = &inner.db;
             let tx = db.begin_read().map_err(internal)?;
             let kv = tx.open_table(KV).map_err(internal)?;
             let meta = tx.open_table(META).map_err(internal)?;
@@ -214,13 +244,18 @@ impl Storage for EmbeddedStorage {
                     expected: expected.unwrap_or_default(),
                 })
             }
-            Some(cur) => Ok((None, (cur, rev))),
+            Some(cur) => Ok((None, (cur.clone(), rev))),
         })
         .await
     }
 
+    async fn watch(&self, prefix: &str, after: u64) -> Result<EventReceiver, StorageError> {
+        self.inner.events.watch(prefix, after)
+    }
+
     async fn current_revision(&self) -> Result<u64, StorageError> {
-        self.blocking(|db| {
+        self.blocking(|inner| {
+            let db = &inner.db;
             let tx = db.begin_read().map_err(internal)?;
             let meta = tx.open_table(META).map_err(internal)?;
             Ok(meta

@@ -3,6 +3,7 @@
 //! precondition, prefix listing with continuation). Backends: [`embedded`] (redb).
 
 pub mod embedded;
+pub mod events;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -28,6 +29,23 @@ pub struct ListPage {
     pub remaining: u64,
 }
 
+/// One committed change, as watchers receive it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredEvent {
+    /// Revision of the write.
+    pub revision: u64,
+    pub key: String,
+    /// The new value; `None` when the key was deleted.
+    pub value: Option<Bytes>,
+    /// The value before the write; `None` when the key was created.
+    pub prev: Option<Bytes>,
+}
+
+/// A stream of events for one watch, in revision order. It ends with an
+/// `Err(StorageError::Expired)` when the watcher fell too far behind.
+pub type EventReceiver =
+    tokio::sync::mpsc::Receiver<Result<std::sync::Arc<StoredEvent>, StorageError>>;
+
 /// Why a storage operation failed. Mapped to API errors once, in `registry`.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum StorageError {
@@ -41,6 +59,8 @@ pub enum StorageError {
         current: u64,
         expected: u64,
     },
+    #[error("too old resource version: {requested} ({oldest})")]
+    Expired { requested: u64, oldest: u64 },
     #[error("storage failure: {0}")]
     Internal(String),
 }
@@ -70,4 +90,7 @@ pub trait Storage: Send + Sync + 'static {
     ) -> Result<(KeyValue, u64), StorageError>;
     /// The store's current revision.
     async fn current_revision(&self) -> Result<u64, StorageError>;
+    /// Every change under `prefix` after revision `after`, then changes as they commit.
+    /// Fails with `Expired` when `after` is older than the history kept.
+    async fn watch(&self, prefix: &str, after: u64) -> Result<EventReceiver, StorageError>;
 }

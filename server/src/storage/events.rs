@@ -1,0 +1,115 @@
+//! The event log behind storage watches: a bounded in-memory history of committed changes
+//! plus a broadcast to live watchers. Each event is shared (`Arc`) by every watcher.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{broadcast, mpsc};
+
+use super::{EventReceiver, StorageError, StoredEvent};
+
+/// How many events the history keeps; watches older than that get `Expired` (410).
+pub const DEFAULT_HISTORY: usize = 10_000;
+/// Buffer between the broadcast and one watcher.
+const WATCHER_BUFFER: usize = 1024;
+
+/// History and fan-out of committed events.
+pub struct EventLog {
+    inner: Mutex<Inner>,
+    tx: broadcast::Sender<Arc<StoredEvent>>,
+    capacity: usize,
+}
+
+struct Inner {
+    events: VecDeque<Arc<StoredEvent>>,
+    /// The newest revision not in `events` (watches after it can be served).
+    floor: u64,
+}
+
+impl EventLog {
+    /// A log whose history starts at `revision` (nothing before it is known).
+    pub fn new(revision: u64, capacity: usize) -> Self {
+        let (tx, _) = broadcast::channel(WATCHER_BUFFER.max(capacity.min(65_536)));
+        EventLog {
+            inner: Mutex::new(Inner {
+                events: VecDeque::new(),
+                floor: revision,
+            }),
+            tx,
+            capacity,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records a committed event. Callers publish in revision order.
+    pub fn publish(&self, event: StoredEvent) {
+        let event = Arc::new(event);
+        let mut inner = self.lock();
+        inner.events.push_back(event.clone());
+        while inner.events.len() > self.capacity {
+            if let Some(old) = inner.events.pop_front() {
+                inner.floor = old.revision;
+            }
+        }
+        // No receivers is fine: nobody is watching.
+        let _ = self.tx.send(event);
+    }
+
+    /// A watch of `prefix` from after revision `after`.
+    pub fn watch(&self, prefix: &str, after: u64) -> Result<EventReceiver, StorageError> {
+        let inner = self.lock();
+        if after < inner.floor {
+            return Err(StorageError::Expired {
+                requested: after,
+                oldest: inner.floor + 1,
+            });
+        }
+        let backlog: Vec<Arc<StoredEvent>> = inner
+            .events
+            .iter()
+            .filter(|e| e.revision > after && e.key.starts_with(prefix))
+            .cloned()
+            .collect();
+        // Subscribe while holding the lock so nothing falls between backlog and live events.
+        let mut live = self.tx.subscribe();
+        drop(inner);
+
+        let (tx, rx) = mpsc::channel(WATCHER_BUFFER);
+        let prefix = prefix.to_string();
+        tokio::spawn(async move {
+            let mut last = after;
+            for e in backlog {
+                last = e.revision;
+                if tx.send(Ok(e)).await.is_err() {
+                    return;
+                }
+            }
+            loop {
+                match live.recv().await {
+                    Ok(e) if e.revision <= last || !e.key.starts_with(&prefix) => {}
+                    Ok(e) => {
+                        last = e.revision;
+                        if tx.send(Ok(e)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        // A watcher that falls behind is closed; the client re-watches.
+                        let _ = tx
+                            .send(Err(StorageError::Expired {
+                                requested: last,
+                                oldest: last + 1,
+                            }))
+                            .await;
+                        return;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+        Ok(rx)
+    }
+}
