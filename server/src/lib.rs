@@ -9,6 +9,7 @@
 
 pub mod api;
 pub mod catalog;
+pub mod controllers;
 pub mod discovery;
 pub mod endpoints;
 pub mod filters;

@@ -97,6 +97,16 @@ impl ApiError {
         }
     }
 
+    /// 403 Forbidden: creating in a namespace that is being deleted.
+    pub fn namespace_terminating(res: &ApiResource, name: &str, ns: &str) -> Self {
+        let mut d = resource_details(res, name);
+        d["causes"] = json!([{ "reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace" }]);
+        ApiError {
+            details: Some(d),
+            ..Self::new(403, "Forbidden", format!("{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated", res.qualified_resource()))
+        }
+    }
+
     /// 404 NotFound for a path nothing serves.
     pub fn path_not_found(path: &str) -> Self {
         ApiError {

@@ -64,6 +64,9 @@ struct WriteOptions {
 #[serde(rename_all = "camelCase")]
 struct DeleteQuery {
     dry_run: Option<String>,
+    propagation_policy: Option<String>,
+    #[allow(dead_code)]
+    grace_period_seconds: Option<i64>,
 }
 
 fn query<T: for<'de> Deserialize<'de> + Default>(req: &HttpRequest) -> Result<T, ApiError> {
@@ -384,28 +387,30 @@ pub async fn delete(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
         .as_array()
         .is_some_and(|a| a.iter().any(|v| v == "All"));
     let dry = dry_run(&opts.dry_run)? || body_dry_run;
+    let policy = opts
+        .propagation_policy
+        .as_deref()
+        .or(options["propagationPolicy"].as_str());
+    if let Some(p) = policy.filter(|p| !["Orphan", "Background", "Foreground"].contains(p)) {
+        return Err(ApiError::bad_request(format!("propagationPolicy: Unsupported value: {p:?}: supported values: \"Orphan\", \"Background\", \"Foreground\"")));
+    }
     let uid = options["preconditions"]["uid"].as_str();
     let rv = options["preconditions"]["resourceVersion"].as_str();
     let ns = namespace(&req);
     let name = name(&req);
-    let deleted = state
+    let deletion = state
         .store
         .delete(&res, ns.as_deref(), &name, dry, uid, rv)
         .await?;
-    if res.def.group.is_empty() && res.def.kind == "Namespace" && !dry {
-        // No namespace controller yet: remove the namespace's contents right away.
-        for other in state.catalog.all().iter().filter(|r| r.def.namespaced) {
-            state.store.delete_all(other, Some(&name)).await?;
-        }
-    }
-    if res.def.group.is_empty() && res.def.kind != "Namespace" {
+    if deletion.deleted && res.def.group.is_empty() {
+        // kube-apiserver answers core kinds with a Success Status, others with the object.
         let mut details = json!({ "name": name, "kind": res.def.plural });
-        if let Some(uid) = deleted["metadata"]["uid"].as_str() {
+        if let Some(uid) = deletion.object["metadata"]["uid"].as_str() {
             details["uid"] = json!(uid);
         }
         return Ok(respond(&req, 200, &success(details), repr));
     }
-    Ok(respond(&req, 200, &deleted, repr))
+    Ok(respond(&req, 200, &deletion.object, repr))
 }
 
 /// DELETE on a collection: deletes every listed object; returns them as a List.
@@ -428,7 +433,7 @@ pub async fn delete_collection(req: HttpRequest, state: web::Data<ApiState>) -> 
             .delete(&res, ns.as_deref(), name, dry, None, None)
             .await
         {
-            Ok(o) => deleted.push(o),
+            Ok(d) => deleted.push(d.object),
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),
         }

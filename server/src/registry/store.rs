@@ -49,6 +49,18 @@ pub struct ObjectList {
     pub remaining: u64,
 }
 
+/// What a delete did: removed the object, or marked it for deletion (finalizers pending).
+pub struct Deletion {
+    pub object: Value,
+    pub deleted: bool,
+}
+
+fn has_finalizers(obj: &Value) -> bool {
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .is_some_and(|f| !f.is_empty())
+}
+
 /// Where a write comes from: the main resource or a subresource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -282,7 +294,11 @@ impl Store {
             }
         }
         if let Some(ns) = ns {
-            self.require_namespace(ns).await?;
+            let name = meta_str(&obj, "name")
+                .or(meta_str(&obj, "generateName"))
+                .unwrap_or_default()
+                .to_string();
+            self.require_namespace(res, &name, ns).await?;
         }
         let generated = meta_str(&obj, "name").is_none_or(str::is_empty);
         let generate_name = meta_str(&obj, "generateName")
@@ -471,8 +487,20 @@ impl Store {
             // Nothing changed: no write, same resourceVersion.
             return Ok(old);
         }
+        let finalized = meta_str(&obj, "deletionTimestamp").is_some()
+            && !has_finalizers(&obj)
+            && !strategy.blocks_deletion(&obj);
         if dry_run {
             return Ok(obj);
+        }
+        if finalized {
+            // The last finalizer is gone: the object disappears.
+            let (_, rev) = self
+                .storage
+                .delete(&Self::key(res, ns, name), Some(old_rev))
+                .await
+                .map_err(|e| map_err(res, name, e))?;
+            return Ok(with_rv(obj, rev));
         }
         let rev = self
             .storage
@@ -482,7 +510,10 @@ impl Store {
         Ok(with_rv(obj, rev))
     }
 
-    /// Deletes an object; returns it as it was.
+    /// Deletes an object. With finalizers (or a kind-level deletion block, such as a
+    /// namespace's `spec.finalizers`) the object only gets `deletionTimestamp` and stays
+    /// until the last finalizer is removed; otherwise it is removed at once.
+    #[allow(clippy::too_many_arguments)]
     pub async fn delete(
         &self,
         res: &ApiResource,
@@ -491,7 +522,7 @@ impl Store {
         dry_run: bool,
         precondition_uid: Option<&str>,
         precondition_rv: Option<&str>,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Deletion, ApiError> {
         let key = Self::key(res, ns, name);
         let Some(kv) = self
             .storage
@@ -501,7 +532,7 @@ impl Store {
         else {
             return Err(ApiError::not_found(res, name));
         };
-        let obj = decode(res, &kv)?;
+        let mut obj = decode(res, &kv)?;
         if let Some(uid) = precondition_uid {
             let actual = meta_str(&obj, "uid").unwrap_or_default();
             if uid != actual {
@@ -519,31 +550,50 @@ impl Store {
                 });
             }
         }
+        let strategy = strategy_for(res);
+        if has_finalizers(&obj) || strategy.blocks_deletion(&obj) {
+            if meta_str(&obj, "deletionTimestamp").is_some() {
+                return Ok(Deletion {
+                    object: obj,
+                    deleted: false,
+                });
+            }
+            {
+                let meta = metadata_mut(&mut obj);
+                meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
+                meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+            }
+            strategy.prepare_for_delete(&mut obj);
+            if dry_run {
+                return Ok(Deletion {
+                    object: obj,
+                    deleted: false,
+                });
+            }
+            let rev = self
+                .storage
+                .update(&key, kv.mod_revision, encode(&obj))
+                .await
+                .map_err(|e| map_err(res, name, e))?;
+            return Ok(Deletion {
+                object: with_rv(obj, rev),
+                deleted: false,
+            });
+        }
         if dry_run {
-            return Ok(obj);
+            return Ok(Deletion {
+                object: obj,
+                deleted: true,
+            });
         }
         self.storage
             .delete(&key, Some(kv.mod_revision))
             .await
             .map_err(|e| map_err(res, name, e))?;
-        Ok(obj)
-    }
-
-    /// Deletes every object with `key` under the prefix of `res` in `ns` (namespace cleanup).
-    pub async fn delete_all(&self, res: &ApiResource, ns: Option<&str>) -> Result<usize, ApiError> {
-        let page = self
-            .storage
-            .list(&Self::prefix(res, ns), None, 0)
-            .await
-            .map_err(|e| map_err(res, "", e))?;
-        let mut n = 0;
-        for kv in page.items {
-            match self.storage.delete(&kv.key, None).await {
-                Ok(_) | Err(StorageError::NotFound(_)) => n += 1,
-                Err(e) => return Err(map_err(res, "", e)),
-            }
-        }
-        Ok(n)
+        Ok(Deletion {
+            object: obj,
+            deleted: true,
+        })
     }
 
     /// Creates an object unless it exists (bootstrap of default namespaces).
@@ -555,13 +605,27 @@ impl Store {
         }
     }
 
-    async fn require_namespace(&self, ns: &str) -> Result<(), ApiError> {
+    /// The namespace must exist and not be terminating.
+    async fn require_namespace(
+        &self,
+        res: &ApiResource,
+        name: &str,
+        ns: &str,
+    ) -> Result<(), ApiError> {
         match self
             .storage
             .get(&format!("/registry/namespaces/{ns}"))
             .await
         {
-            Ok(Some(_)) => Ok(()),
+            Ok(Some(kv)) => {
+                let terminating = serde_json::from_slice::<Value>(&kv.value)
+                    .ok()
+                    .is_some_and(|v| meta_str(&v, "deletionTimestamp").is_some());
+                if terminating {
+                    return Err(ApiError::namespace_terminating(res, name, ns));
+                }
+                Ok(())
+            }
             Ok(None) => Err(ApiError::namespace_not_found(ns)),
             Err(e) => Err(ApiError::internal(e.to_string())),
         }

@@ -39,6 +39,13 @@ pub trait Strategy: Send + Sync {
     fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
         self.prepare_for_create(new);
     }
+    /// Whether something besides `metadata.finalizers` holds the object on delete
+    /// (a namespace's `spec.finalizers`).
+    fn blocks_deletion(&self, _obj: &Value) -> bool {
+        false
+    }
+    /// Marks an object whose deletion is pending (a namespace becomes Terminating).
+    fn prepare_for_delete(&self, _obj: &mut Value) {}
     /// Kind-specific validation beyond the schema.
     fn validate(&self, _obj: &Value) -> Vec<StatusCause> {
         Vec::new()
@@ -164,6 +171,16 @@ impl Strategy for NamespaceStrategy {
 
     fn name_is_label(&self) -> bool {
         true
+    }
+
+    fn blocks_deletion(&self, obj: &Value) -> bool {
+        obj["spec"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty())
+    }
+
+    fn prepare_for_delete(&self, obj: &mut Value) {
+        obj["status"] = json!({ "phase": "Terminating" });
     }
 
     fn tracks_generation(&self) -> bool {

@@ -106,6 +106,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         storage,
     });
     bootstrap(&state).await?;
+    crate::controllers::namespace::spawn(catalog.clone(), state.store.clone());
     let openapi_v3 = web::Data::new(OpenApiV3::new(generated::OPENAPI_V3));
 
     // 4. The delegation chain inside the request filters.

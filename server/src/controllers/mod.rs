@@ -1,0 +1,3 @@
+//! In-process controllers that a control plane needs to keep its API promises.
+
+pub mod namespace;
