@@ -55,6 +55,7 @@ fn valid_fixtures_generate_the_snapshotted_files() {
             "server/src/generated/mod.rs",
             "server/src/generated/openapi/apis__fixtures.example.com__v1.json",
             "server/src/generated/openapi/apis__fixtures.example.com__v1beta1.json",
+            "server/src/generated/openapi/swagger.json",
             "server/src/generated/routes.rs",
             "server/src/generated/types.rs",
         ]

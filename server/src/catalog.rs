@@ -94,7 +94,8 @@ impl ApiResource {
         }
     }
 
-    /// Verbs the generic handlers serve for this resource.
+    /// Verbs the generic handlers serve for this resource (sorted, as discovery lists
+    /// them): every generated route, plus `watch` on the collections.
     pub fn verbs(&self) -> &'static [&'static str] {
         &[
             "create",
@@ -104,6 +105,7 @@ impl ApiResource {
             "list",
             "patch",
             "update",
+            "watch",
         ]
     }
 }

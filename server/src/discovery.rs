@@ -1,27 +1,172 @@
-//! Discovery documents (`/api`, `/apis`, `/api/v1`, `/apis/<g>`, `/apis/<g>/<v>`), built
-//! from the live catalog so custom resources appear the moment they are registered.
+//! Discovery documents, built from the live catalog so custom resources appear the moment
+//! they are registered.
+//!
+//! - Legacy discovery: `/api` (`APIVersions`), `/apis` (`APIGroupList`), `/apis/<g>`
+//!   (`APIGroup`), `/api/v1` and `/apis/<g>/<v>` (`APIResourceList`).
+//! - Aggregated discovery (`apidiscovery.k8s.io` `v2` and `v2beta1`): `/api` and `/apis`
+//!   answer one `APIGroupDiscoveryList` holding every group, version and resource when the
+//!   `Accept` header asks for it, with an `ETag` so clients can revalidate with
+//!   `If-None-Match` and get `304 Not Modified`.
+//!
+//! Every resource entry is derived from its catalog definition: verbs from what the generic
+//! handlers serve, subresources from the definition's `status` and `scale`.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine;
-use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256, Sha512};
 
 use crate::api::ApiError;
 use crate::catalog::ApiResource;
 use crate::endpoints::ApiState;
+use crate::openapi::if_none_match;
+
+/// The group of aggregated discovery documents.
+const DISCOVERY_GROUP: &str = "apidiscovery.k8s.io";
 
 /// Mounts the discovery routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/api", web::get().to(api_versions))
-        .route("/api/", web::get().to(api_versions))
-        .route("/apis", web::get().to(api_groups))
-        .route("/apis/", web::get().to(api_groups))
+    cfg.route("/api", web::get().to(api_root))
+        .route("/api/", web::get().to(api_root))
+        .route("/apis", web::get().to(apis_root))
+        .route("/apis/", web::get().to(apis_root))
         .route("/api/{version}", web::get().to(core_resources))
+        .route("/api/{version}/", web::get().to(core_resources))
         .route("/apis/{group}", web::get().to(api_group))
-        .route("/apis/{group}/{version}", web::get().to(group_resources));
+        .route("/apis/{group}/", web::get().to(api_group))
+        .route("/apis/{group}/{version}", web::get().to(group_resources))
+        .route("/apis/{group}/{version}/", web::get().to(group_resources));
 }
+
+// ---------------------------------------------------------------------------------------
+// What discovery says about one resource.
+
+/// A subresource as discovery lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubresourceInfo {
+    /// `status` or `scale`.
+    pub name: &'static str,
+    /// Group of the kind the subresource answers with; empty when it is the resource's own.
+    pub group: &'static str,
+    /// Version of that kind; empty when it is the resource's own.
+    pub version: &'static str,
+    /// Kind the subresource answers with.
+    pub kind: &'static str,
+    /// Verbs served on the subresource.
+    pub verbs: &'static [&'static str],
+}
+
+/// Verbs every subresource the server has (`status`, `scale`) serves.
+const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
+
+/// The subresources of `r`, sorted by name: `scale` (as `autoscaling/v1` `Scale`) when the
+/// definition declares one, `status` when it has a status subresource.
+pub fn subresources(r: &ApiResource) -> Vec<SubresourceInfo> {
+    let mut subs = Vec::new();
+    if r.def.scale.is_some() {
+        subs.push(SubresourceInfo {
+            name: "scale",
+            group: "autoscaling",
+            version: "v1",
+            kind: "Scale",
+            verbs: SUBRESOURCE_VERBS,
+        });
+    }
+    if r.def.status_subresource {
+        subs.push(SubresourceInfo {
+            name: "status",
+            group: "",
+            version: "",
+            kind: r.def.kind,
+            verbs: SUBRESOURCE_VERBS,
+        });
+    }
+    subs.sort_by_key(|s| s.name);
+    subs
+}
+
+/// The storage version hash kube-apiserver publishes: the first 8 bytes of the SHA-256 of
+/// `group/version/kind` of the storage version, base64-encoded. It changes exactly when
+/// the stored representation does, which tells storage migrators to act.
+pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
+    let digest = Sha256::digest(format!("{group}/{version}/{kind}"));
+    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
+}
+
+// ---------------------------------------------------------------------------------------
+// Versions and groups.
+
+/// Kubernetes version priority: GA before beta before alpha, higher numbers first, and
+/// versions that do not follow the `v<N>[alpha|beta<M>]` pattern last, alphabetically.
+/// This is the order in which a group lists its versions; the first is preferred.
+pub fn compare_versions(a: &str, b: &str) -> Ordering {
+    fn parse(v: &str) -> Option<(u8, u64, u64)> {
+        let rest = v.strip_prefix('v')?;
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let major: u64 = rest[..digits].parse().ok()?;
+        if major == 0 {
+            return None;
+        }
+        let tail = &rest[digits..];
+        let (stability, minor) = if tail.is_empty() {
+            return Some((2, major, 0));
+        } else if let Some(m) = tail.strip_prefix("beta") {
+            (1, m)
+        } else if let Some(m) = tail.strip_prefix("alpha") {
+            (0, m)
+        } else {
+            return None;
+        };
+        if minor.is_empty() || !minor.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        Some((stability, major, minor.parse().ok()?))
+    }
+    match (parse(a), parse(b)) {
+        (Some(x), Some(y)) => y.cmp(&x),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
+/// Resources of one group, by version (versions in priority order, resources by plural).
+type GroupVersions = Vec<(String, Vec<Arc<ApiResource>>)>;
+
+/// Every served group (the core group is `""`) with its versions and resources.
+fn by_group(state: &ApiState) -> BTreeMap<String, GroupVersions> {
+    let mut map: BTreeMap<String, BTreeMap<String, Vec<Arc<ApiResource>>>> = BTreeMap::new();
+    for r in state.catalog.all() {
+        map.entry(r.def.group.to_string())
+            .or_default()
+            .entry(r.def.version.to_string())
+            .or_default()
+            .push(r);
+    }
+    map.into_iter()
+        .map(|(group, versions)| {
+            let mut versions: GroupVersions = versions
+                .into_iter()
+                .map(|(v, mut rs)| {
+                    rs.sort_by(|a, b| a.def.plural.cmp(b.def.plural));
+                    (v, rs)
+                })
+                .collect();
+            versions.sort_by(|a, b| compare_versions(&a.0, &b.0));
+            (group, versions)
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Legacy documents.
 
 fn json_response(v: &Value) -> HttpResponse {
     HttpResponse::Ok()
@@ -29,84 +174,300 @@ fn json_response(v: &Value) -> HttpResponse {
         .body(v.to_string())
 }
 
-/// A short stable hash of the storage version, as kube-apiserver publishes it.
-fn storage_version_hash(r: &ApiResource) -> String {
-    let digest = Sha256::digest(format!("{}/{}/{}", r.def.group, r.def.version, r.def.kind));
-    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
-}
-
-fn resource_list(group_version: &str, resources: &[std::sync::Arc<ApiResource>]) -> Value {
-    let mut list = Vec::new();
-    for r in resources {
-        let mut entry = json!({
-            "name": r.def.plural,
-            "singularName": r.def.singular,
-            "namespaced": r.def.namespaced,
-            "kind": r.def.kind,
-            "verbs": r.verbs(),
-            "storageVersionHash": storage_version_hash(r),
-        });
-        if !r.def.short_names.is_empty() {
-            entry["shortNames"] = json!(r.def.short_names);
-        }
-        if !r.def.categories.is_empty() {
-            entry["categories"] = json!(r.def.categories);
-        }
-        list.push(entry);
-        if r.def.status_subresource {
-            list.push(json!({ "name": format!("{}/status", r.def.plural), "singularName": "", "namespaced": r.def.namespaced, "kind": r.def.kind, "verbs": ["get", "patch", "update"] }));
-        }
+/// One `APIResourceList` entry for a resource, then one per subresource; the whole list is
+/// sorted by name as kube-apiserver sorts it.
+fn legacy_entries(r: &ApiResource) -> Vec<Value> {
+    let mut main = json!({
+        "name": r.def.plural,
+        "singularName": r.def.singular,
+        "namespaced": r.def.namespaced,
+        "kind": r.def.kind,
+        "verbs": r.verbs(),
+    });
+    if !r.def.short_names.is_empty() {
+        main["shortNames"] = json!(r.def.short_names);
     }
-    json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": list })
+    if !r.def.categories.is_empty() {
+        main["categories"] = json!(r.def.categories);
+    }
+    main["storageVersionHash"] =
+        json!(storage_version_hash(r.def.group, r.def.version, r.def.kind));
+    let mut out = vec![main];
+    for s in subresources(r) {
+        let mut e = Map::new();
+        e.insert("name".into(), json!(format!("{}/{}", r.def.plural, s.name)));
+        e.insert("singularName".into(), json!(""));
+        e.insert("namespaced".into(), json!(r.def.namespaced));
+        if !s.group.is_empty() {
+            e.insert("group".into(), json!(s.group));
+        }
+        if !s.version.is_empty() {
+            e.insert("version".into(), json!(s.version));
+        }
+        e.insert("kind".into(), json!(s.kind));
+        e.insert("verbs".into(), json!(s.verbs));
+        out.push(Value::Object(e));
+    }
+    out
 }
 
-async fn api_versions(req: HttpRequest, state: web::Data<ApiState>) -> HttpResponse {
-    let mut versions: Vec<&str> = state
-        .catalog
-        .all()
+/// The `APIResourceList` of one group-version. The core group's carries no `apiVersion`,
+/// as kube-apiserver's does not.
+pub fn resource_list(group: &str, version: &str, resources: &[Arc<ApiResource>]) -> Value {
+    let mut entries: Vec<Value> = resources.iter().flat_map(|r| legacy_entries(r)).collect();
+    entries.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    if group.is_empty() {
+        json!({ "kind": "APIResourceList", "groupVersion": version, "resources": entries })
+    } else {
+        json!({
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": format!("{group}/{version}"),
+            "resources": entries,
+        })
+    }
+}
+
+/// The body of an `APIGroup` (name, versions in priority order, preferred version).
+fn group_doc(group: &str, versions: &GroupVersions) -> Value {
+    let vs: Vec<Value> = versions
         .iter()
-        .filter(|r| r.def.group.is_empty())
-        .map(|r| r.def.version)
+        .map(|(v, _)| json!({ "groupVersion": format!("{group}/{v}"), "version": v }))
         .collect();
-    versions.dedup();
+    json!({
+        "name": group,
+        "versions": vs,
+        "preferredVersion": vs.first().cloned().unwrap_or(Value::Null),
+    })
+}
+
+fn api_versions_doc(req: &HttpRequest, groups: &BTreeMap<String, GroupVersions>) -> Value {
+    let versions: Vec<&str> = groups
+        .get("")
+        .map(|vs| vs.iter().map(|(v, _)| v.as_str()).collect())
+        .unwrap_or_default();
     let host = req.connection_info().host().to_string();
-    json_response(&json!({
+    json!({
         "kind": "APIVersions",
         "versions": versions,
         "serverAddressByClientCIDRs": [{ "clientCIDR": "0.0.0.0/0", "serverAddress": host }],
-    }))
+    })
 }
 
-fn groups(state: &ApiState) -> BTreeMap<&'static str, Vec<&'static str>> {
-    let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for r in state
-        .catalog
-        .all()
+fn api_group_list_doc(groups: &BTreeMap<String, GroupVersions>) -> Value {
+    let groups: Vec<Value> = groups
         .iter()
-        .filter(|r| !r.def.group.is_empty())
-    {
-        let versions = groups.entry(r.def.group).or_default();
-        if !versions.contains(&r.def.version) {
-            versions.push(r.def.version);
-        }
-    }
-    groups
-}
-
-fn group_doc(group: &str, versions: &[&str]) -> Value {
-    let vs: Vec<Value> = versions
-        .iter()
-        .map(|v| json!({ "groupVersion": format!("{group}/{v}"), "version": v }))
-        .collect();
-    json!({ "name": group, "versions": vs, "preferredVersion": vs.first().cloned().unwrap_or(Value::Null) })
-}
-
-async fn api_groups(state: web::Data<ApiState>) -> HttpResponse {
-    let groups: Vec<Value> = groups(&state)
-        .iter()
+        .filter(|(g, _)| !g.is_empty())
         .map(|(g, vs)| group_doc(g, vs))
         .collect();
-    json_response(&json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups }))
+    json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups })
+}
+
+// ---------------------------------------------------------------------------------------
+// Aggregated documents.
+
+/// Which discovery document the client asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiscoveryFormat {
+    /// `APIVersions` / `APIGroupList`, plain JSON.
+    Legacy,
+    /// `APIGroupDiscoveryList` of `apidiscovery.k8s.io/v2`.
+    AggregatedV2,
+    /// `APIGroupDiscoveryList` of `apidiscovery.k8s.io/v2beta1`.
+    AggregatedV2Beta1,
+}
+
+impl DiscoveryFormat {
+    /// The `apidiscovery.k8s.io` version of an aggregated format.
+    fn version(self) -> Option<&'static str> {
+        match self {
+            DiscoveryFormat::Legacy => None,
+            DiscoveryFormat::AggregatedV2 => Some("v2"),
+            DiscoveryFormat::AggregatedV2Beta1 => Some("v2beta1"),
+        }
+    }
+}
+
+/// Picks the discovery format from an `Accept` header: the acceptable media range with the
+/// highest `q` (the client's order breaks ties). No header means plain JSON; a header that
+/// names nothing the server can produce yields `None` (406).
+pub fn negotiate(accept: Option<&str>) -> Option<DiscoveryFormat> {
+    let accept = match accept.map(str::trim) {
+        None | Some("") => return Some(DiscoveryFormat::Legacy),
+        Some(a) => a,
+    };
+    let mut candidates: Vec<(f32, usize, DiscoveryFormat)> = Vec::new();
+    for (i, range) in accept.split(',').enumerate() {
+        let mut parts = range.split(';').map(str::trim);
+        let media = parts.next().unwrap_or_default().to_ascii_lowercase();
+        let mut params: BTreeMap<String, String> = BTreeMap::new();
+        for p in parts {
+            if let Some((k, v)) = p.split_once('=') {
+                params.insert(
+                    k.trim().to_ascii_lowercase(),
+                    v.trim().trim_matches('"').to_string(),
+                );
+            }
+        }
+        let q = match params.remove("q") {
+            Some(q) => match q.parse::<f32>() {
+                Ok(q) if (0.0..=1.0).contains(&q) => q,
+                _ => continue,
+            },
+            None => 1.0,
+        };
+        if q <= 0.0 {
+            continue;
+        }
+        let format = match media.as_str() {
+            "application/json" => match (
+                params.get("g").map(String::as_str),
+                params.get("v").map(String::as_str),
+                params.get("as").map(String::as_str),
+            ) {
+                (None, None, None) => Some(DiscoveryFormat::Legacy),
+                (Some(DISCOVERY_GROUP), Some("v2"), Some("APIGroupDiscoveryList")) => {
+                    Some(DiscoveryFormat::AggregatedV2)
+                }
+                (Some(DISCOVERY_GROUP), Some("v2beta1"), Some("APIGroupDiscoveryList")) => {
+                    Some(DiscoveryFormat::AggregatedV2Beta1)
+                }
+                _ => None,
+            },
+            "*/*" | "application/*" => Some(DiscoveryFormat::Legacy),
+            _ => None,
+        };
+        if let Some(f) = format {
+            candidates.push((q, i, f));
+        }
+    }
+    candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    candidates.first().map(|c| c.2)
+}
+
+/// One `APIResourceDiscovery`.
+fn aggregated_resource(r: &ApiResource) -> Value {
+    let mut e = json!({
+        "resource": r.def.plural,
+        "responseKind": { "group": "", "version": "", "kind": r.def.kind },
+        "scope": if r.def.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": r.def.singular,
+        "verbs": r.verbs(),
+    });
+    if !r.def.short_names.is_empty() {
+        e["shortNames"] = json!(r.def.short_names);
+    }
+    if !r.def.categories.is_empty() {
+        e["categories"] = json!(r.def.categories);
+    }
+    let subs: Vec<Value> = subresources(r)
+        .into_iter()
+        .map(|s| {
+            json!({
+                "subresource": s.name,
+                "responseKind": { "group": s.group, "version": s.version, "kind": s.kind },
+                "verbs": s.verbs,
+            })
+        })
+        .collect();
+    if !subs.is_empty() {
+        e["subresources"] = Value::Array(subs);
+    }
+    e
+}
+
+/// One `APIGroupDiscovery`: versions in priority order (the first is preferred).
+fn aggregated_group(group: &str, versions: &GroupVersions) -> Value {
+    let metadata = if group.is_empty() {
+        json!({})
+    } else {
+        json!({ "name": group })
+    };
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|(v, rs)| {
+            let resources: Vec<Value> = rs.iter().map(|r| aggregated_resource(r)).collect();
+            json!({ "version": v, "resources": resources, "freshness": "Current" })
+        })
+        .collect();
+    json!({ "metadata": metadata, "versions": versions })
+}
+
+/// The `APIGroupDiscoveryList` for `/api` (`core`) or `/apis` (every named group).
+pub fn aggregated_doc(
+    groups: &BTreeMap<String, GroupVersions>,
+    core: bool,
+    discovery_version: &str,
+) -> Value {
+    let items: Vec<Value> = groups
+        .iter()
+        .filter(|(g, _)| g.is_empty() == core)
+        .map(|(g, vs)| aggregated_group(g, vs))
+        .collect();
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": format!("{DISCOVERY_GROUP}/{discovery_version}"),
+        "metadata": {},
+        "items": items,
+    })
+}
+
+/// Serves an aggregated document with its content type, `ETag` (upper-case hex SHA-512
+/// of the body, as kube-apiserver's) and `Vary: Accept`; `304` when `If-None-Match`
+/// already names that ETag.
+fn aggregated_response(req: &HttpRequest, doc: &Value, discovery_version: &str) -> HttpResponse {
+    let body = doc.to_string();
+    let etag = format!("\"{}\"", hex::encode_upper(Sha512::digest(body.as_bytes())));
+    let content_type = format!(
+        "application/json;g={DISCOVERY_GROUP};v={discovery_version};as=APIGroupDiscoveryList"
+    );
+    if if_none_match(req, &etag) {
+        return HttpResponse::NotModified()
+            .insert_header((header::ETAG, etag))
+            .insert_header((header::VARY, "Accept"))
+            .finish();
+    }
+    HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, content_type))
+        .insert_header((header::ETAG, etag))
+        .insert_header((header::VARY, "Accept"))
+        .body(body)
+}
+
+fn accept_header(req: &HttpRequest) -> Result<Option<&str>, ApiError> {
+    match req.headers().get(header::ACCEPT) {
+        None => Ok(None),
+        Some(v) => v
+            .to_str()
+            .map(Some)
+            .map_err(|_| ApiError::not_acceptable("<non-ASCII Accept header>")),
+    }
+}
+
+fn format_of(req: &HttpRequest) -> Result<DiscoveryFormat, ApiError> {
+    let accept = accept_header(req)?;
+    negotiate(accept).ok_or_else(|| ApiError::not_acceptable(accept.unwrap_or_default()))
+}
+
+// ---------------------------------------------------------------------------------------
+// Handlers.
+
+async fn api_root(req: HttpRequest, state: web::Data<ApiState>) -> Result<HttpResponse, ApiError> {
+    let format = format_of(&req)?;
+    let groups = by_group(&state);
+    Ok(match format.version() {
+        Some(v) => aggregated_response(&req, &aggregated_doc(&groups, true, v), v),
+        None => json_response(&api_versions_doc(&req, &groups)),
+    })
+}
+
+async fn apis_root(req: HttpRequest, state: web::Data<ApiState>) -> Result<HttpResponse, ApiError> {
+    let format = format_of(&req)?;
+    let groups = by_group(&state);
+    Ok(match format.version() {
+        Some(v) => aggregated_response(&req, &aggregated_doc(&groups, false, v), v),
+        None => json_response(&api_group_list_doc(&groups)),
+    })
 }
 
 async fn api_group(
@@ -115,13 +476,15 @@ async fn api_group(
     state: web::Data<ApiState>,
 ) -> Result<HttpResponse, ApiError> {
     let group = path.into_inner();
-    let groups = groups(&state);
+    let groups = by_group(&state);
     let versions = groups
         .get(group.as_str())
+        .filter(|_| !group.is_empty())
         .ok_or_else(|| ApiError::path_not_found(req.path()))?;
-    let mut doc = group_doc(&group, versions);
-    doc["kind"] = json!("APIGroup");
-    doc["apiVersion"] = json!("v1");
+    let mut doc = json!({ "kind": "APIGroup", "apiVersion": "v1" });
+    if let (Some(d), Value::Object(body)) = (doc.as_object_mut(), group_doc(&group, versions)) {
+        d.extend(body);
+    }
     Ok(json_response(&doc))
 }
 
@@ -131,16 +494,7 @@ async fn core_resources(
     state: web::Data<ApiState>,
 ) -> Result<HttpResponse, ApiError> {
     let version = path.into_inner();
-    let resources: Vec<_> = state
-        .catalog
-        .all()
-        .into_iter()
-        .filter(|r| r.def.group.is_empty() && r.def.version == version)
-        .collect();
-    if resources.is_empty() {
-        return Err(ApiError::path_not_found(req.path()));
-    }
-    Ok(json_response(&resource_list(&version, &resources)))
+    group_version(&req, &state, "", &version)
 }
 
 async fn group_resources(
@@ -149,6 +503,18 @@ async fn group_resources(
     state: web::Data<ApiState>,
 ) -> Result<HttpResponse, ApiError> {
     let (group, version) = path.into_inner();
+    if group.is_empty() {
+        return Err(ApiError::path_not_found(req.path()));
+    }
+    group_version(&req, &state, &group, &version)
+}
+
+fn group_version(
+    req: &HttpRequest,
+    state: &ApiState,
+    group: &str,
+    version: &str,
+) -> Result<HttpResponse, ApiError> {
     let resources: Vec<_> = state
         .catalog
         .all()
@@ -158,8 +524,82 @@ async fn group_resources(
     if resources.is_empty() {
         return Err(ApiError::path_not_found(req.path()));
     }
-    Ok(json_response(&resource_list(
-        &format!("{group}/{version}"),
-        &resources,
-    )))
+    Ok(json_response(&resource_list(group, version, &resources)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_sort_by_kubernetes_priority() {
+        let mut vs = vec![
+            "v1alpha1",
+            "v1",
+            "foo",
+            "v2beta1",
+            "v1beta2",
+            "v2",
+            "v10",
+            "v1beta1",
+            "bar",
+            "v11alpha2",
+        ];
+        vs.sort_by(|a, b| compare_versions(a, b));
+        assert_eq!(
+            vs,
+            [
+                "v10",
+                "v2",
+                "v1",
+                "v2beta1",
+                "v1beta2",
+                "v1beta1",
+                "v11alpha2",
+                "v1alpha1",
+                "bar",
+                "foo"
+            ]
+        );
+    }
+
+    #[test]
+    fn accept_picks_aggregated_then_legacy() {
+        let kubectl = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(
+            negotiate(Some(kubectl)),
+            Some(DiscoveryFormat::AggregatedV2)
+        );
+        let beta = "application/json;as=APIGroupDiscoveryList;v=v2beta1;g=apidiscovery.k8s.io";
+        assert_eq!(
+            negotiate(Some(beta)),
+            Some(DiscoveryFormat::AggregatedV2Beta1)
+        );
+        assert_eq!(negotiate(None), Some(DiscoveryFormat::Legacy));
+        assert_eq!(negotiate(Some("")), Some(DiscoveryFormat::Legacy));
+        assert_eq!(negotiate(Some("*/*")), Some(DiscoveryFormat::Legacy));
+        assert_eq!(
+            negotiate(Some("application/json, application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")),
+            Some(DiscoveryFormat::Legacy)
+        );
+        assert_eq!(
+            negotiate(Some("application/json;q=0.5, application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")),
+            Some(DiscoveryFormat::AggregatedV2)
+        );
+        assert_eq!(negotiate(Some("application/yaml")), None);
+        assert_eq!(
+            negotiate(Some("application/json;as=Table;v=v1;g=meta.k8s.io")),
+            None
+        );
+        assert_eq!(negotiate(Some("application/json;q=zz")), None);
+        assert_eq!(negotiate(Some(";;,,=;q")), None);
+    }
+
+    #[test]
+    fn storage_version_hash_matches_kube_apiserver() {
+        // Recorded from kube-apiserver's /api/v1 (kube-apiserver-responses/06).
+        assert_eq!(storage_version_hash("", "v1", "ConfigMap"), "qFsyl6wFWjQ=");
+        assert_eq!(storage_version_hash("", "v1", "Secret"), "S6u1pOWzb84=");
+        assert_eq!(storage_version_hash("", "v1", "Namespace"), "Q3oi5N2YM8M=");
+    }
 }

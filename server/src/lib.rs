@@ -11,6 +11,7 @@ pub mod api;
 pub mod catalog;
 pub mod controllers;
 pub mod discovery;
+pub mod docs;
 pub mod endpoints;
 pub mod filters;
 #[rustfmt::skip]

@@ -48,6 +48,37 @@ pub struct ServerRunOptions {
     /// The number of HTTP worker threads (0 = one per core).
     #[arg(long = "workers", default_value_t = 0)]
     pub workers: usize,
+
+    /// List of etcd servers to connect with (scheme://ip:port), comma separated. When
+    /// given, etcd is used instead of the embedded store (needs a binary built with the
+    /// `etcd` feature).
+    #[arg(long = "etcd-servers", value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+
+    /// The prefix to prepend to all resource paths in etcd (replaces `/registry`).
+    #[arg(long = "etcd-prefix", default_value = "/registry")]
+    pub etcd_prefix: String,
+
+    /// SSL Certificate Authority file used to secure etcd communication.
+    #[arg(long = "etcd-cafile")]
+    pub etcd_cafile: Option<PathBuf>,
+
+    /// SSL certification file used to secure etcd communication.
+    #[arg(long = "etcd-certfile")]
+    pub etcd_certfile: Option<PathBuf>,
+
+    /// SSL key file used to secure etcd communication.
+    #[arg(long = "etcd-keyfile")]
+    pub etcd_keyfile: Option<PathBuf>,
+
+    /// The interval of compaction requests (Go duration, e.g. 5m0s; 0 disables). Applies
+    /// to etcd and to the embedded store's watch history.
+    #[arg(
+        long = "etcd-compaction-interval",
+        default_value = "5m0s",
+        value_parser = crate::storage::parse_duration
+    )]
+    pub etcd_compaction_interval: std::time::Duration,
 }
 
 impl ServerRunOptions {
@@ -75,6 +106,7 @@ impl ServerRunOptions {
             }
             (None, None) => {}
         }
+        self.validate_etcd(&mut errors);
         if self.data_dir.as_os_str().is_empty() {
             errors.push("--data-dir must not be empty".into());
         } else if self.data_dir.exists() && !self.data_dir.is_dir() {
@@ -84,6 +116,65 @@ impl ServerRunOptions {
             ));
         }
         errors
+    }
+
+    fn validate_etcd(&self, errors: &mut Vec<String>) {
+        let servers: Vec<&String> = self.etcd_servers.iter().filter(|s| !s.is_empty()).collect();
+        if servers.is_empty() {
+            for (flag, given) in [
+                ("--etcd-cafile", self.etcd_cafile.is_some()),
+                ("--etcd-certfile", self.etcd_certfile.is_some()),
+                ("--etcd-keyfile", self.etcd_keyfile.is_some()),
+            ] {
+                if given {
+                    errors.push(format!("{flag} requires --etcd-servers"));
+                }
+            }
+            return;
+        }
+        if !cfg!(feature = "etcd") {
+            errors.push(crate::storage::ETCD_NOT_BUILT.to_string());
+        }
+        for s in &servers {
+            if !(s.starts_with("http://") || s.starts_with("https://")) {
+                errors.push(format!(
+                    "--etcd-servers {s}: expected a URL such as http://127.0.0.1:2379"
+                ));
+            }
+        }
+        if self.etcd_certfile.is_some() != self.etcd_keyfile.is_some() {
+            errors.push("--etcd-certfile and --etcd-keyfile must be given together".into());
+        }
+        for (flag, path) in [
+            ("--etcd-cafile", &self.etcd_cafile),
+            ("--etcd-certfile", &self.etcd_certfile),
+            ("--etcd-keyfile", &self.etcd_keyfile),
+        ] {
+            if let Some(p) = path.as_ref().filter(|p| !p.is_file()) {
+                errors.push(format!("{flag} {}: no such file", p.display()));
+            }
+        }
+    }
+
+    /// Where objects are kept: etcd when `--etcd-servers` is given, else the embedded store.
+    pub fn storage_config(&self) -> crate::storage::StorageConfig {
+        let servers: Vec<String> = self
+            .etcd_servers
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect();
+        crate::storage::StorageConfig {
+            data_dir: self.data_dir.clone(),
+            etcd: (!servers.is_empty()).then(|| crate::storage::EtcdConfig {
+                servers,
+                prefix: self.etcd_prefix.clone(),
+                ca_file: self.etcd_cafile.clone(),
+                cert_file: self.etcd_certfile.clone(),
+                key_file: self.etcd_keyfile.clone(),
+            }),
+            compaction_interval: self.etcd_compaction_interval,
+        }
     }
 
     /// Directory for the generated serving certificate.

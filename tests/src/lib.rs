@@ -56,9 +56,21 @@ pub fn server_binary() -> &'static Path {
         }
         let root = workspace_root();
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let output = Command::new(&cargo)
+        let mut build = Command::new(&cargo);
+        build
             .args(["build", "-p", "apiserver", "--bin", "apiserver"])
-            .current_dir(&root)
+            .current_dir(&root);
+        // `cargo test` gives this process the variables it sets for the tests crate
+        // (CARGO_MANIFEST_DIR, CARGO_PKG_*, ...). Build scripts that watch them (ring's
+        // does) would see a change and rebuild, then the next plain build rebuilds back:
+        // hand the inner cargo a clean environment instead.
+        for (key, _) in std::env::vars_os() {
+            let Some(key) = key.to_str() else { continue };
+            if key == "OUT_DIR" || is_crate_variable(key) {
+                build.env_remove(key);
+            }
+        }
+        let output = build
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("running {cargo:?} build: {e}"));
@@ -82,6 +94,24 @@ pub fn server_binary() -> &'static Path {
         );
         bin
     })
+}
+
+/// Whether `key` is one of the variables cargo sets for the crate being run, rather than
+/// one that configures cargo itself (CARGO_HOME, CARGO_TARGET_DIR, CARGO_BUILD_*, ...).
+fn is_crate_variable(key: &str) -> bool {
+    key.starts_with("CARGO_PKG_")
+        || key.starts_with("CARGO_BIN_EXE_")
+        || matches!(
+            key,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_MANIFEST_LINKS"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_BIN_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "CARGO_TARGET_TMPDIR"
+                | "CARGO_RUSTC_CURRENT_DIR"
+        )
 }
 
 /// The kubectl binary: `/usr/bin/kubectl` when present, else `kubectl` on `PATH`.

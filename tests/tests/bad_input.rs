@@ -233,7 +233,9 @@ async fn odd_requests_are_client_errors_not_500() {
     let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
     let long_name = "a".repeat(300);
     let long_body = format!(r#"{{"metadata":{{"name":"{long_name}"}}}}"#);
-    let cases: Vec<(&str, String, Option<&str>, Vec<u8>, u16)> = vec![
+    // (method, path, content type, body, expected code)
+    type Case<'a> = (&'a str, String, Option<&'a str>, Vec<u8>, u16);
+    let cases: Vec<Case> = vec![
         ("POST", CONFIGMAPS.into(), JSON, b"".to_vec(), 400),
         ("POST", CONFIGMAPS.into(), JSON, deep.into_bytes(), 400),
         (

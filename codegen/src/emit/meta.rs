@@ -1,5 +1,5 @@
 //! The meta.k8s.io schemas every group-version document references (ObjectMeta, ListMeta,
-//! Status, DeleteOptions, ...), written from the Kubernetes API reference.
+//! Status, DeleteOptions, WatchEvent, ...), written from the Kubernetes API reference.
 
 use serde_json::{json, Value};
 
@@ -9,12 +9,30 @@ fn r(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{META}.{name}") })
 }
 
+/// A timestamp field: a reference to `Time` (a string, so no object default).
+fn time(description: &str) -> Value {
+    json!({ "allOf": [r("Time")], "description": description })
+}
+
 fn all_of(name: &str) -> Value {
     json!({ "allOf": [r(name)], "default": {} })
 }
 
-/// `(name, schema)` of each shared meta type.
-pub fn schemas() -> Vec<(String, Value)> {
+/// The `apiVersion` property every object carries.
+pub fn api_version_property() -> Value {
+    json!({ "type": "string", "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources" })
+}
+
+/// The `kind` property every object carries.
+pub fn kind_property() -> Value {
+    json!({ "type": "string", "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds" })
+}
+
+/// `(name, schema)` of each shared meta type, as the document of `group`/`version`
+/// carries them: the kinds every group-version serves (`DeleteOptions`, `WatchEvent`)
+/// name that group-version in `x-kubernetes-group-version-kind`.
+pub fn schemas(group: &str, version: &str) -> Vec<(String, Value)> {
+    let gvk = |kind: &str| json!([{ "group": group, "kind": kind, "version": version }]);
     let s = |d: &str| json!({ "type": "string", "description": d });
     let string_map = |d: &str| json!({ "type": "object", "additionalProperties": { "type": "string", "default": "" }, "description": d });
     let list = vec![
@@ -24,13 +42,14 @@ pub fn schemas() -> Vec<(String, Value)> {
                 "description": "DeleteOptions may be provided when deleting an API object.",
                 "type": "object",
                 "properties": {
-                    "apiVersion": s("APIVersion defines the versioned schema of this representation of an object."),
-                    "kind": s("Kind is a string value representing the REST resource this object represents."),
+                    "apiVersion": api_version_property(),
+                    "kind": kind_property(),
                     "dryRun": { "type": "array", "items": { "type": "string", "default": "" }, "description": "When present, indicates that modifications should not be persisted. Valid value: All." },
                     "gracePeriodSeconds": { "type": "integer", "format": "int64", "description": "The duration in seconds before the object should be deleted." },
                     "preconditions": all_of("Preconditions"),
                     "propagationPolicy": s("Whether and how garbage collection will be performed: Orphan, Background or Foreground."),
                 },
+                "x-kubernetes-group-version-kind": gvk("DeleteOptions"),
             }),
         ),
         (
@@ -62,7 +81,7 @@ pub fn schemas() -> Vec<(String, Value)> {
                     "manager": s("An identifier of the workflow managing these fields."),
                     "operation": s("The type of operation which led to this entry being created: Apply or Update."),
                     "subresource": s("The name of the subresource used to update that object, or empty for the main resource."),
-                    "time": all_of("Time"),
+                    "time": time("When this entry was last changed: set when it is added, and again whenever the manager adds, changes or removes one of its fields."),
                 },
             }),
         ),
@@ -73,9 +92,9 @@ pub fn schemas() -> Vec<(String, Value)> {
                 "type": "object",
                 "properties": {
                     "annotations": string_map("Annotations is an unstructured key value map stored with a resource."),
-                    "creationTimestamp": all_of("Time"),
+                    "creationTimestamp": time("The server time at which the object was created, in RFC 3339 form and UTC. Set by the server; read-only."),
                     "deletionGracePeriodSeconds": { "type": "integer", "format": "int64", "description": "Number of seconds allowed for this object to gracefully terminate." },
-                    "deletionTimestamp": all_of("Time"),
+                    "deletionTimestamp": time("The time (RFC 3339) after which the object will be removed, set by the server when a graceful deletion is requested. Clients cannot set it; read-only."),
                     "finalizers": { "type": "array", "items": { "type": "string", "default": "" }, "x-kubernetes-list-type": "set", "x-kubernetes-patch-strategy": "merge", "description": "Must be empty before the object is deleted from the registry." },
                     "generateName": s("An optional prefix, used by the server, to generate a unique name only if the name field has not been provided."),
                     "generation": { "type": "integer", "format": "int64", "description": "A sequence number representing a specific generation of the desired state." },
@@ -83,7 +102,7 @@ pub fn schemas() -> Vec<(String, Value)> {
                     "managedFields": { "type": "array", "items": { "allOf": [r("ManagedFieldsEntry")], "default": {} }, "x-kubernetes-list-type": "atomic", "description": "Maps workflow-id and version to the set of fields that are managed by that workflow." },
                     "name": s("Name must be unique within a namespace."),
                     "namespace": s("Namespace defines the space within which each name must be unique."),
-                    "ownerReferences": { "type": "array", "items": { "allOf": [r("OwnerReference")], "default": {} }, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["uid"], "x-kubernetes-patch-merge-key": "uid", "x-kubernetes-patch-strategy": "merge", "description": "List of objects depended by this object." },
+                    "ownerReferences": { "type": "array", "items": { "allOf": [r("OwnerReference")] }, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["uid"], "x-kubernetes-patch-merge-key": "uid", "x-kubernetes-patch-strategy": "merge", "description": "List of objects depended by this object." },
                     "resourceVersion": s("An opaque value that represents the internal version of this object."),
                     "selfLink": s("Deprecated: selfLink is a legacy read-only field that is no longer populated."),
                     "uid": s("UID is the unique in time and space value for this object."),
@@ -125,10 +144,10 @@ pub fn schemas() -> Vec<(String, Value)> {
                 "description": "Status is a return value for calls that don't return other objects.",
                 "type": "object",
                 "properties": {
-                    "apiVersion": s("APIVersion defines the versioned schema of this representation of an object."),
+                    "apiVersion": api_version_property(),
                     "code": { "type": "integer", "format": "int32", "description": "Suggested HTTP return code for this status, 0 if not set." },
                     "details": { "allOf": [r("StatusDetails")], "description": "Extended data associated with the reason." },
-                    "kind": s("Kind is a string value representing the REST resource this object represents."),
+                    "kind": kind_property(),
                     "message": s("A human-readable description of the status of this operation."),
                     "metadata": all_of("ListMeta"),
                     "reason": s("A machine-readable description of why this operation is in the Failure status."),
@@ -171,15 +190,29 @@ pub fn schemas() -> Vec<(String, Value)> {
                 "type": "object",
                 "required": ["type", "object"],
                 "properties": {
-                    "object": { "type": "object", "description": "Object is: ADDED or MODIFIED: the new state; DELETED: the state before deletion; ERROR: a Status." },
-                    "type": { "type": "string", "default": "" },
+                    "object": { "allOf": [raw_extension_ref()], "description": "Object is: ADDED or MODIFIED: the new state of the object; DELETED: the state before deletion; BOOKMARK: an object of the watched kind carrying only its resourceVersion; ERROR: a Status." },
+                    "type": { "type": "string", "default": "", "description": "The event type: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR." },
                 },
+                "x-kubernetes-group-version-kind": gvk("WatchEvent"),
             }),
         ),
     ];
-    list.into_iter()
+    let mut out: Vec<(String, Value)> = list
+        .into_iter()
         .map(|(n, v)| (format!("{META}.{n}"), v))
-        .collect()
+        .collect();
+    out.push((
+        RAW_EXTENSION.to_string(),
+        json!({ "description": "RawExtension holds an embedded object of any kind, as its JSON.", "type": "object" }),
+    ));
+    out
+}
+
+/// Schema name of `runtime.RawExtension`.
+const RAW_EXTENSION: &str = "io.k8s.apimachinery.pkg.runtime.RawExtension";
+
+fn raw_extension_ref() -> Value {
+    json!({ "$ref": format!("#/components/schemas/{RAW_EXTENSION}") })
 }
 
 /// Reference to a shared meta type, for use in kind schemas and operations.

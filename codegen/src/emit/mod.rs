@@ -24,23 +24,35 @@ pub struct GeneratedFile {
 pub fn emit(defs: &[ResourceDef]) -> Vec<GeneratedFile> {
     let sources = sources_line(defs);
     let mut files = vec![
-        rust_file("mod.rs", &sources, types::emit_mod(defs)),
+        rust_file("mod.rs", &sources, {
+            let mut tokens = types::emit_mod(defs);
+            tokens.extend(openapi::emit_mod_items());
+            tokens
+        }),
         rust_file("catalog.rs", &sources, catalog::emit(defs)),
         rust_file("routes.rs", &sources, routes::emit(defs)),
         rust_file("types.rs", &sources, types::emit_types(defs)),
     ];
-    for (gv_path, doc) in openapi::emit(defs, &sources) {
-        files.push(GeneratedFile {
-            path: format!(
-                "{GENERATED_DIR}/openapi/{}.json",
-                gv_path.replace('/', "__")
-            ),
-            contents: serde_json::to_string_pretty(&doc).expect("JSON values always serialize")
-                + "\n",
-        });
+    let v3 = openapi::emit(defs, &sources);
+    for (gv_path, doc) in &v3 {
+        files.push(json_file(
+            &format!("openapi/{}.json", gv_path.replace('/', "__")),
+            doc,
+        ));
     }
+    files.push(json_file(
+        &format!("openapi/{}", openapi::V2_FILE),
+        &openapi::emit_v2(&v3, &sources),
+    ));
     files.sort_by(|a, b| a.path.cmp(&b.path));
     files
+}
+
+fn json_file(name: &str, doc: &serde_json::Value) -> GeneratedFile {
+    GeneratedFile {
+        path: format!("{GENERATED_DIR}/{name}"),
+        contents: serde_json::to_string_pretty(doc).expect("JSON values always serialize") + "\n",
+    }
 }
 
 fn sources_line(defs: &[ResourceDef]) -> String {

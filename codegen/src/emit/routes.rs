@@ -70,6 +70,35 @@ fn resource_routes(d: &ResourceDef) -> Vec<TokenStream> {
             methods: vec![("get", "get"), ("put", "update"), ("patch", "patch")],
         });
     }
+    if d.subresources.scale.is_some() {
+        paths.push(PathRoutes {
+            path: format!("{base}/{{name}}/scale"),
+            subresource: Some("scale"),
+            methods: vec![("get", "get"), ("put", "update"), ("patch", "patch")],
+        });
+    }
+    // The deprecated `/watch/` paths kube-apiserver still serves.
+    let watch_base = match d.scope {
+        Scope::Namespaced => {
+            paths.push(PathRoutes {
+                path: format!("{prefix}/watch/{plural}"),
+                subresource: None,
+                methods: vec![("get", "watch")],
+            });
+            format!("{prefix}/watch/namespaces/{{namespace}}/{plural}")
+        }
+        Scope::Cluster => format!("{prefix}/watch/{plural}"),
+    };
+    paths.push(PathRoutes {
+        path: watch_base.clone(),
+        subresource: None,
+        methods: vec![("get", "watch")],
+    });
+    paths.push(PathRoutes {
+        path: format!("{watch_base}/{{name}}"),
+        subresource: None,
+        methods: vec![("get", "watch")],
+    });
 
     let (group, version) = (&d.group, &d.version);
     paths

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::api::ApiError;
 use crate::catalog::Catalog;
-use crate::registry::store::{ListOptions, Store, Target};
+use crate::registry::store::{ListOptions, Store, Target, WriteContext};
 
 /// How often Terminating namespaces are re-examined.
 const RESYNC: Duration = Duration::from_millis(500);
@@ -50,7 +50,7 @@ async fn sync_all(catalog: &Catalog, store: &Store) -> Result<(), ApiError> {
                     None,
                     &name,
                     Target::Main,
-                    false,
+                    &WriteContext::new("namespace-controller"),
                     |old: &Value| {
                         let mut new = old.clone();
                         let rest: Vec<Value> = old["spec"]["finalizers"]

@@ -10,14 +10,16 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::negotiation::{decode_body, representation, respond, Representation};
+use super::scale::{apply_scale, to_scale};
 use super::table::{table, IncludeObject};
 use super::{ApiState, ResourceRoute};
 use crate::api::selectors::{FieldSelector, LabelSelector};
 use crate::api::status::success;
 use crate::api::ApiError;
 use crate::catalog::ApiResource;
+use crate::registry::managed_fields::manager_name;
 use crate::registry::schema::prune;
-use crate::registry::store::{ListOptions, Target};
+use crate::registry::store::{ListOptions, Target, WriteContext};
 
 type Reply = Result<HttpResponse, ApiError>;
 
@@ -55,7 +57,6 @@ fn flag(v: &Option<String>, name: &str) -> Result<bool, ApiError> {
 struct WriteOptions {
     dry_run: Option<String>,
     field_validation: Option<String>,
-    #[allow(dead_code)]
     field_manager: Option<String>,
 }
 
@@ -106,6 +107,25 @@ fn dry_run(v: &Option<String>) -> Result<bool, ApiError> {
             "dryRun: Unsupported value: {other:?}: supported values: \"All\""
         ))),
     }
+}
+
+/// The write context of a request: dryRun and the field manager (fieldManager, else the
+/// User-Agent's product token, as kube-apiserver derives it).
+fn write_context(req: &HttpRequest, opts: &WriteOptions) -> Result<WriteContext, ApiError> {
+    let manager = opts.field_manager.as_deref();
+    if manager.is_some_and(|m| m.len() > 128) {
+        return Err(ApiError::bad_request(
+            "fieldManager: Too long: may not be more than 128 bytes",
+        ));
+    }
+    let ua = req
+        .headers()
+        .get(actix_web::http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok());
+    Ok(WriteContext {
+        dry_run: dry_run(&opts.dry_run)?,
+        manager: manager_name(manager, ua),
+    })
 }
 
 fn target(route: &ResourceRoute) -> Target {
@@ -178,6 +198,15 @@ fn is_watch(opts: &ReadOptions) -> bool {
 pub async fn list(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
     let (res, _) = resource(&req, &state)?;
     let opts: ReadOptions = query(&req)?;
+    serve_list(req, state, res, opts).await
+}
+
+async fn serve_list(
+    req: HttpRequest,
+    state: web::Data<ApiState>,
+    res: Arc<ApiResource>,
+    opts: ReadOptions,
+) -> Reply {
     let list_opts = list_options(&opts)?;
     let repr = representation(&req)?;
     if is_watch(&opts) {
@@ -226,13 +255,16 @@ pub async fn list(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
 
 /// GET on one object (or its status).
 pub async fn get(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
-    let (res, _) = resource(&req, &state)?;
+    let (res, route) = resource(&req, &state)?;
     let opts: ReadOptions = query(&req)?;
     let repr = representation(&req)?;
     let obj = state
         .store
         .get(&res, namespace(&req).as_deref(), &name(&req))
         .await?;
+    if route.subresource == Some("scale") {
+        return Ok(respond(&req, 200, &to_scale(&res, &obj)?, write_repr(repr)));
+    }
     if repr == Representation::Table {
         let include =
             IncludeObject::parse(opts.include_object.as_deref()).map_err(ApiError::bad_request)?;
@@ -267,7 +299,7 @@ pub async fn create(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
     let warnings = field_validation(&res, &mut obj, opts.field_validation.as_deref())?;
     let created = state
         .store
-        .create(&res, ns.as_deref(), obj, dry_run(&opts.dry_run)?)
+        .create(&res, ns.as_deref(), obj, &write_context(&req, &opts)?)
         .await?;
     Ok(with_warnings(respond(&req, 201, &created, repr), &warnings))
 }
@@ -277,8 +309,27 @@ pub async fn update(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
     let (res, route) = resource(&req, &state)?;
     let opts: WriteOptions = query(&req)?;
     let repr = write_representation(&req)?;
-    let mut obj = decode_body(&req, &body, &res)?;
     let ns = namespace(&req);
+    if route.subresource == Some("scale") {
+        let scale: Value = serde_json::from_slice(&body).map_err(|e| {
+            ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type Scale): {e}"
+            ))
+        })?;
+        let updated = state
+            .store
+            .patch(
+                &res,
+                ns.as_deref(),
+                &name(&req),
+                Target::Main,
+                &write_context(&req, &opts)?,
+                |old| apply_scale(&res, old, &scale),
+            )
+            .await?;
+        return Ok(respond(&req, 200, &to_scale(&res, &updated)?, repr));
+    }
+    let mut obj = decode_body(&req, &body, &res)?;
     if let (Some(url_ns), Some(body_ns)) = (&ns, obj["metadata"]["namespace"].as_str()) {
         if !body_ns.is_empty() && body_ns != url_ns {
             return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
@@ -293,7 +344,7 @@ pub async fn update(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
             &name(&req),
             obj,
             target(&route),
-            dry_run(&opts.dry_run)?,
+            &write_context(&req, &opts)?,
         )
         .await?;
     Ok(with_warnings(respond(&req, 200, &updated, repr), &warnings))
@@ -338,9 +389,14 @@ pub async fn patch(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) ->
             ns.as_deref(),
             &name(&req),
             target(&route),
-            dry_run(&opts.dry_run)?,
+            &write_context(&req, &opts)?,
             |old| {
-                let mut new = old.clone();
+                let scale = route.subresource == Some("scale");
+                let mut new = if scale {
+                    to_scale(&res, old)?
+                } else {
+                    old.clone()
+                };
                 match &patch {
                     Kind::Json(p) => json_patch::patch(&mut new, p).map_err(|e| ApiError {
                         code: 422,
@@ -357,6 +413,9 @@ pub async fn patch(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) ->
                         "the patch turned the object into something that is not an object",
                     ));
                 }
+                if scale {
+                    return apply_scale(&res, old, &new);
+                }
                 super::negotiation::check_type_meta(&new, &res)?;
                 let w = field_validation(&res, &mut new, mode.as_deref())?;
                 *warnings.lock().unwrap_or_else(|e| e.into_inner()) = w;
@@ -365,6 +424,11 @@ pub async fn patch(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) ->
         )
         .await?;
     let warnings = warnings.into_inner().unwrap_or_default();
+    let patched = if route.subresource == Some("scale") {
+        to_scale(&res, &patched)?
+    } else {
+        patched
+    };
     Ok(with_warnings(respond(&req, 200, &patched, repr), &warnings))
 }
 
@@ -449,8 +513,30 @@ pub async fn method_not_allowed() -> Reply {
 
 /// Writes answer JSON or YAML; a Table request falls back to JSON.
 fn write_representation(req: &HttpRequest) -> Result<Representation, ApiError> {
-    Ok(match representation(req) {
-        Ok(Representation::Yaml) => Representation::Yaml,
+    Ok(write_repr(
+        representation(req).unwrap_or(Representation::Json),
+    ))
+}
+
+fn write_repr(r: Representation) -> Representation {
+    match r {
+        Representation::Yaml => Representation::Yaml,
         _ => Representation::Json,
-    })
+    }
+}
+
+/// GET on a `/watch/` path (deprecated form of `?watch=true`); a trailing name watches
+/// one object.
+pub async fn watch(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
+    let (res, _) = resource(&req, &state)?;
+    let mut opts: ReadOptions = query(&req)?;
+    if let Some(name) = req.match_info().get("name") {
+        let by_name = format!("metadata.name={name}");
+        opts.field_selector = Some(match opts.field_selector.take().filter(|f| !f.is_empty()) {
+            Some(f) => format!("{f},{by_name}"),
+            None => by_name,
+        });
+    }
+    opts.watch = Some("true".into());
+    serve_list(req, state, res, opts).await
 }

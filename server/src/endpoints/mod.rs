@@ -3,6 +3,7 @@
 
 pub mod handlers;
 pub mod negotiation;
+pub mod scale;
 pub mod table;
 pub mod watch;
 

@@ -13,3 +13,5 @@ pub static OPENAPI_V3: &[(&str, &str)] = &[
     ("api/v1", include_str!("openapi/api__v1.json")),
     ("apis/example.dev/v1", include_str!("openapi/apis__example.dev__v1.json")),
 ];
+/// The OpenAPI v2 (Swagger 2.0) document of every group-version.
+pub static OPENAPI_V2: &str = include_str!("openapi/swagger.json");

@@ -29,6 +29,24 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .default_service(web::to(handlers::method_not_allowed)),
     );
     cfg.service(
+        web::resource("/api/v1/watch/configmaps")
+            .app_data(ResourceRoute::new("", "v1", "configmaps"))
+            .route(web::get().to(handlers::watch))
+            .default_service(web::to(handlers::method_not_allowed)),
+    );
+    cfg.service(
+        web::resource("/api/v1/watch/namespaces/{namespace}/configmaps")
+            .app_data(ResourceRoute::new("", "v1", "configmaps"))
+            .route(web::get().to(handlers::watch))
+            .default_service(web::to(handlers::method_not_allowed)),
+    );
+    cfg.service(
+        web::resource("/api/v1/watch/namespaces/{namespace}/configmaps/{name}")
+            .app_data(ResourceRoute::new("", "v1", "configmaps"))
+            .route(web::get().to(handlers::watch))
+            .default_service(web::to(handlers::method_not_allowed)),
+    );
+    cfg.service(
         web::resource("/api/v1/namespaces")
             .app_data(ResourceRoute::new("", "v1", "namespaces"))
             .route(web::get().to(handlers::list))
@@ -54,6 +72,18 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .default_service(web::to(handlers::method_not_allowed)),
     );
     cfg.service(
+        web::resource("/api/v1/watch/namespaces")
+            .app_data(ResourceRoute::new("", "v1", "namespaces"))
+            .route(web::get().to(handlers::watch))
+            .default_service(web::to(handlers::method_not_allowed)),
+    );
+    cfg.service(
+        web::resource("/api/v1/watch/namespaces/{name}")
+            .app_data(ResourceRoute::new("", "v1", "namespaces"))
+            .route(web::get().to(handlers::watch))
+            .default_service(web::to(handlers::method_not_allowed)),
+    );
+    cfg.service(
         web::resource("/api/v1/secrets")
             .app_data(ResourceRoute::new("", "v1", "secrets"))
             .route(web::get().to(handlers::list))
@@ -74,6 +104,24 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::put().to(handlers::update))
             .route(web::patch().to(handlers::patch))
             .route(web::delete().to(handlers::delete))
+            .default_service(web::to(handlers::method_not_allowed)),
+    );
+    cfg.service(
+        web::resource("/api/v1/watch/secrets")
+            .app_data(ResourceRoute::new("", "v1", "secrets"))
+            .route(web::get().to(handlers::watch))
+            .default_service(web::to(handlers::method_not_allowed)),
+    );
+    cfg.service(
+        web::resource("/api/v1/watch/namespaces/{namespace}/secrets")
+            .app_data(ResourceRoute::new("", "v1", "secrets"))
+            .route(web::get().to(handlers::watch))
+            .default_service(web::to(handlers::method_not_allowed)),
+    );
+    cfg.service(
+        web::resource("/api/v1/watch/namespaces/{namespace}/secrets/{name}")
+            .app_data(ResourceRoute::new("", "v1", "secrets"))
+            .route(web::get().to(handlers::watch))
             .default_service(web::to(handlers::method_not_allowed)),
     );
     cfg.service(
@@ -101,6 +149,18 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::get().to(handlers::get))
             .route(web::put().to(handlers::update))
             .route(web::patch().to(handlers::patch))
+            .default_service(web::to(handlers::method_not_allowed)),
+    );
+    cfg.service(
+        web::resource("/apis/example.dev/v1/watch/gadgets")
+            .app_data(ResourceRoute::new("example.dev", "v1", "gadgets"))
+            .route(web::get().to(handlers::watch))
+            .default_service(web::to(handlers::method_not_allowed)),
+    );
+    cfg.service(
+        web::resource("/apis/example.dev/v1/watch/gadgets/{name}")
+            .app_data(ResourceRoute::new("example.dev", "v1", "gadgets"))
+            .route(web::get().to(handlers::watch))
             .default_service(web::to(handlers::method_not_allowed)),
     );
     cfg.service(
@@ -136,6 +196,34 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::get().to(handlers::get))
             .route(web::put().to(handlers::update))
             .route(web::patch().to(handlers::patch))
+            .default_service(web::to(handlers::method_not_allowed)),
+    );
+    cfg.service(
+        web::resource("/apis/example.dev/v1/namespaces/{namespace}/widgets/{name}/scale")
+            .app_data(
+                ResourceRoute::subresource("example.dev", "v1", "widgets", "scale"),
+            )
+            .route(web::get().to(handlers::get))
+            .route(web::put().to(handlers::update))
+            .route(web::patch().to(handlers::patch))
+            .default_service(web::to(handlers::method_not_allowed)),
+    );
+    cfg.service(
+        web::resource("/apis/example.dev/v1/watch/widgets")
+            .app_data(ResourceRoute::new("example.dev", "v1", "widgets"))
+            .route(web::get().to(handlers::watch))
+            .default_service(web::to(handlers::method_not_allowed)),
+    );
+    cfg.service(
+        web::resource("/apis/example.dev/v1/watch/namespaces/{namespace}/widgets")
+            .app_data(ResourceRoute::new("example.dev", "v1", "widgets"))
+            .route(web::get().to(handlers::watch))
+            .default_service(web::to(handlers::method_not_allowed)),
+    );
+    cfg.service(
+        web::resource("/apis/example.dev/v1/watch/namespaces/{namespace}/widgets/{name}")
+            .app_data(ResourceRoute::new("example.dev", "v1", "widgets"))
+            .route(web::get().to(handlers::watch))
             .default_service(web::to(handlers::method_not_allowed)),
     );
 }

@@ -2,6 +2,7 @@
 //! behaviour in [`strategy`] hooks and schema work (pruning, defaulting, validation) in
 //! [`schema`].
 
+pub mod managed_fields;
 pub mod schema;
 pub mod store;
 pub mod strategy;

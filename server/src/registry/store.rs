@@ -8,8 +8,8 @@ use base64::Engine;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::schema;
 use super::strategy::strategy_for;
+use super::{managed_fields, schema};
 use crate::api::meta::{meta_str, metadata_mut, now_rfc3339, validate_name};
 use crate::api::selectors::{labels_of, FieldSelector, LabelSelector};
 use crate::api::{ApiError, StatusCause};
@@ -22,6 +22,7 @@ const MAX_PATCH_RETRIES: usize = 5;
 
 /// Fields that only the server sets; cleared from client input on create.
 const SERVER_OWNED_META: &[&str] = &[
+    "managedFields",
     "uid",
     "resourceVersion",
     "creationTimestamp",
@@ -47,6 +48,25 @@ pub struct ObjectList {
     pub resource_version: String,
     pub continue_token: Option<String>,
     pub remaining: u64,
+}
+
+/// Who writes, and whether for real.
+#[derive(Debug, Clone)]
+pub struct WriteContext {
+    /// `dryRun=All`: run everything, persist nothing.
+    pub dry_run: bool,
+    /// The field manager recorded in managedFields.
+    pub manager: String,
+}
+
+impl WriteContext {
+    /// A real write by `manager`.
+    pub fn new(manager: &str) -> Self {
+        WriteContext {
+            dry_run: false,
+            manager: manager.to_string(),
+        }
+    }
 }
 
 /// What a delete did: removed the object, or marked it for deletion (finalizers pending).
@@ -276,7 +296,7 @@ impl Store {
         res: &ApiResource,
         ns: Option<&str>,
         mut obj: Value,
-        dry_run: bool,
+        ctx: &WriteContext,
     ) -> Result<Value, ApiError> {
         let strategy = strategy_for(res);
         {
@@ -324,6 +344,7 @@ impl Store {
                 meta.insert("generation".into(), json!(1));
             }
         }
+        managed_fields::record_update(&mut obj, None, res, &ctx.manager, None, &now_rfc3339());
         // generateName: retry with a fresh suffix when the generated name is taken.
         for _ in 0..8 {
             if generated {
@@ -332,7 +353,7 @@ impl Store {
             }
             let name = meta_str(&obj, "name").unwrap_or_default().to_string();
             self.validate(res, &obj, &name)?;
-            if dry_run {
+            if ctx.dry_run {
                 return Ok(obj);
             }
             match self
@@ -358,7 +379,7 @@ impl Store {
         name: &str,
         obj: Value,
         target: Target,
-        dry_run: bool,
+        ctx: &WriteContext,
     ) -> Result<Value, ApiError> {
         let kv = self
             .storage
@@ -374,7 +395,7 @@ impl Store {
             }
         }
         let old = decode(res, &kv)?;
-        self.write_update(res, ns, name, old, kv.mod_revision, obj, target, dry_run)
+        self.write_update(res, ns, name, old, kv.mod_revision, obj, target, ctx)
             .await
     }
 
@@ -386,7 +407,7 @@ impl Store {
         ns: Option<&str>,
         name: &str,
         target: Target,
-        dry_run: bool,
+        ctx: &WriteContext,
         mutate: impl Fn(&Value) -> Result<Value, ApiError>,
     ) -> Result<Value, ApiError> {
         let key = Self::key(res, ns, name);
@@ -408,7 +429,7 @@ impl Store {
                 return Err(ApiError::conflict(res, name));
             }
             match self
-                .write_update(res, ns, name, old, kv.mod_revision, new, target, dry_run)
+                .write_update(res, ns, name, old, kv.mod_revision, new, target, ctx)
                 .await
             {
                 Err(e) if e.reason == "Conflict" => last = e,
@@ -428,7 +449,7 @@ impl Store {
         old_rev: u64,
         mut obj: Value,
         target: Target,
-        dry_run: bool,
+        ctx: &WriteContext,
     ) -> Result<Value, ApiError> {
         let strategy = strategy_for(res);
         if let Some(body_name) = meta_str(&obj, "name") {
@@ -483,6 +504,20 @@ impl Store {
             metadata_mut(&mut obj).insert("generation".into(), json!(generation));
         }
         self.validate(res, &obj, name)?;
+        // managedFields are the server's: carry them over, then record this write.
+        match old["metadata"].get("managedFields") {
+            Some(mf) => metadata_mut(&mut obj).insert("managedFields".into(), mf.clone()),
+            None => metadata_mut(&mut obj).remove("managedFields"),
+        };
+        let subresource = (target == Target::Status).then_some("status");
+        managed_fields::record_update(
+            &mut obj,
+            Some(&old),
+            res,
+            &ctx.manager,
+            subresource,
+            &now_rfc3339(),
+        );
         if obj == old {
             // Nothing changed: no write, same resourceVersion.
             return Ok(old);
@@ -490,7 +525,7 @@ impl Store {
         let finalized = meta_str(&obj, "deletionTimestamp").is_some()
             && !has_finalizers(&obj)
             && !strategy.blocks_deletion(&obj);
-        if dry_run {
+        if ctx.dry_run {
             return Ok(obj);
         }
         if finalized {
@@ -598,7 +633,10 @@ impl Store {
 
     /// Creates an object unless it exists (bootstrap of default namespaces).
     pub async fn ensure(&self, res: &ApiResource, obj: Value) -> Result<(), ApiError> {
-        match self.create(res, None, obj, false).await {
+        match self
+            .create(res, None, obj, &WriteContext::new("apiserver"))
+            .await
+        {
             Ok(_) => Ok(()),
             Err(e) if e.reason == "AlreadyExists" => Ok(()),
             Err(e) => Err(e),

@@ -20,21 +20,16 @@ use crate::endpoints::ApiState;
 use crate::openapi::OpenApiV3;
 use crate::options::ServerRunOptions;
 use crate::registry::Store;
-use crate::storage::embedded::EmbeddedStorage;
 use crate::storage::Storage;
-use crate::{discovery, filters, generated, openapi};
+use crate::{discovery, docs, filters, generated, openapi};
 
 /// Namespaces that exist from the first start, as in every Kubernetes cluster.
 const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-node-lease", "kube-public", "kube-system"];
 
 impl ApiState {
-    /// Whether storage answers; used by `/readyz` and `/healthz`.
+    /// Whether storage answers (within a short deadline); used by `/readyz` and `/healthz`.
     pub async fn store_health(&self) -> Result<(), String> {
-        self.storage
-            .current_revision()
-            .await
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        self.storage.health().await.map_err(|e| e.to_string())
     }
 }
 
@@ -84,14 +79,8 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
     // 3. Generic config: storage, serving certificate, admin kubeconfig.
     std::fs::create_dir_all(&opts.data_dir)
         .map_err(|e| format!("creating --data-dir {}: {e}", opts.data_dir.display()))?;
-    let storage: Arc<dyn Storage> = Arc::new(
-        EmbeddedStorage::open(&opts.data_dir.join("store.redb")).map_err(|e| {
-            format!(
-                "opening the embedded store in {}: {e}",
-                opts.data_dir.display()
-            )
-        })?,
-    );
+    // The embedded store, or etcd with --etcd-servers; plus the history compactor.
+    let storage: Arc<dyn Storage> = crate::storage::open(&opts.storage_config()).await?;
     let store = Store::new(storage.clone());
     let cert = tls::serving_cert(
         opts.tls_cert_file.as_deref(),
@@ -120,6 +109,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
             .configure(health::configure)
             .configure(discovery::configure)
             .configure(openapi::configure)
+            .configure(docs::configure)
             .configure(generated::routes::configure)
             // Links 3 and 4: custom resources, then 404.
             .default_service(web::to(chain::apiextensions))

@@ -1,13 +1,21 @@
-//! The default backend: redb, an embedded, crash-safe B-tree store. Each write is one
-//! redb transaction committed with fsync before the caller hears success, so nothing
+//! The default backend: redb, an embedded, crash-safe B-tree store.
+//!
+//! Writes go through one committer thread that does group commit: it takes every write
+//! queued while the previous transaction was committing, applies them in arrival order in
+//! one redb transaction (each gets its own revision; a write whose precondition fails
+//! takes none), commits once with fsync, publishes the events in revision order and only
+//! then answers each writer. Concurrent writers so share one fsync, and nothing
 //! acknowledged is lost.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc as std_mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use redb::{Database, ReadableTable, TableDefinition};
+use redb::{Database, ReadableTable, Table, TableDefinition};
+use tokio::sync::oneshot;
 
 use super::events::{EventLog, DEFAULT_HISTORY};
 use super::{EventReceiver, KeyValue, ListPage, Storage, StorageError, StoredEvent};
@@ -16,6 +24,8 @@ use super::{EventReceiver, KeyValue, ListPage, Storage, StorageError, StoredEven
 const KV: TableDefinition<&str, &[u8]> = TableDefinition::new("kv");
 /// "revision" → the store's current revision.
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// At most this many writes share one transaction.
+const MAX_BATCH: usize = 512;
 
 /// redb-backed [`Storage`].
 #[derive(Clone)]
@@ -24,14 +34,96 @@ pub struct EmbeddedStorage {
 }
 
 struct Inner {
-    db: Database,
-    events: EventLog,
-    /// Serialises commit + publish so watchers see revisions in order.
-    write_order: Mutex<()>,
+    db: Arc<Database>,
+    events: Arc<EventLog>,
+    /// Queue of the committer thread; `None` only while dropping.
+    writes: Option<std_mpsc::Sender<Request>>,
+    committer: Option<JoinHandle<()>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing the queue stops the committer after its current batch; joining it
+        // releases the database file before the store is reported dropped.
+        self.writes.take();
+        if let Some(handle) = self.committer.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// One queued write and where to send its outcome.
+struct Request {
+    op: WriteOp,
+    reply: oneshot::Sender<Result<Written, StorageError>>,
+}
+
+enum WriteOp {
+    Create {
+        key: String,
+        value: Bytes,
+    },
+    Update {
+        key: String,
+        expected: u64,
+        value: Bytes,
+    },
+    Delete {
+        key: String,
+        expected: Option<u64>,
+    },
+}
+
+impl WriteOp {
+    fn key(&self) -> &str {
+        match self {
+            WriteOp::Create { key, .. }
+            | WriteOp::Update { key, .. }
+            | WriteOp::Delete { key, .. } => key,
+        }
+    }
+
+    /// Checks the precondition against the current record; returns the record to store
+    /// (`None` = remove the key).
+    fn apply(&self, current: Option<&KeyValue>, rev: u64) -> Result<Option<Vec<u8>>, StorageError> {
+        match (self, current) {
+            (WriteOp::Create { key, .. }, Some(_)) => Err(StorageError::AlreadyExists(key.clone())),
+            (WriteOp::Create { value, .. }, None) => Ok(Some(encode(rev, rev, value))),
+            (WriteOp::Update { key, .. } | WriteOp::Delete { key, .. }, None) => {
+                Err(StorageError::NotFound(key.clone()))
+            }
+            (WriteOp::Update { key, expected, .. }, Some(cur))
+            | (
+                WriteOp::Delete {
+                    key,
+                    expected: Some(expected),
+                },
+                Some(cur),
+            ) if cur.mod_revision != *expected => Err(StorageError::Conflict {
+                key: key.clone(),
+                current: cur.mod_revision,
+                expected: *expected,
+            }),
+            (WriteOp::Update { value, .. }, Some(cur)) => {
+                Ok(Some(encode(cur.create_revision, rev, value)))
+            }
+            (WriteOp::Delete { .. }, Some(_)) => Ok(None),
+        }
+    }
+}
+
+/// What a successful write did.
+struct Written {
+    revision: u64,
+    prev: Option<KeyValue>,
 }
 
 fn internal(e: impl std::fmt::Display) -> StorageError {
     StorageError::Internal(e.to_string())
+}
+
+fn stopped() -> StorageError {
+    StorageError::Internal("the embedded store's committer has stopped".into())
 }
 
 fn encode(create: u64, modified: u64, value: &[u8]) -> Vec<u8> {
@@ -43,17 +135,28 @@ fn encode(create: u64, modified: u64, value: &[u8]) -> Vec<u8> {
 }
 
 fn decode(key: &str, raw: &[u8]) -> Result<KeyValue, StorageError> {
-    if raw.len() < 16 {
-        return Err(StorageError::Internal(format!("corrupt record for {key}")));
-    }
-    let create = u64::from_le_bytes(raw[0..8].try_into().expect("8 bytes"));
-    let modified = u64::from_le_bytes(raw[8..16].try_into().expect("8 bytes"));
+    let corrupt = || StorageError::Internal(format!("corrupt record for {key}"));
+    let word = |range: std::ops::Range<usize>| -> Result<u64, StorageError> {
+        let bytes: [u8; 8] = raw
+            .get(range)
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(corrupt)?;
+        Ok(u64::from_le_bytes(bytes))
+    };
     Ok(KeyValue {
         key: key.to_string(),
-        value: Bytes::copy_from_slice(&raw[16..]),
-        create_revision: create,
-        mod_revision: modified,
+        create_revision: word(0..8)?,
+        mod_revision: word(8..16)?,
+        value: Bytes::copy_from_slice(raw.get(16..).ok_or_else(corrupt)?),
     })
+}
+
+fn read_revision(meta: &impl ReadableTable<&'static str, u64>) -> Result<u64, StorageError> {
+    Ok(meta
+        .get("revision")
+        .map_err(internal)?
+        .map(|v| v.value())
+        .unwrap_or(0))
 }
 
 impl EmbeddedStorage {
@@ -66,91 +169,158 @@ impl EmbeddedStorage {
         {
             tx.open_table(KV).map_err(internal)?;
             let meta = tx.open_table(META).map_err(internal)?;
-            revision = meta
-                .get("revision")
-                .map_err(internal)?
-                .map(|v| v.value())
-                .unwrap_or(0);
+            revision = read_revision(&meta)?;
         }
         tx.commit().map_err(internal)?;
+        let db = Arc::new(db);
+        let events = Arc::new(EventLog::new(revision, DEFAULT_HISTORY));
+        let (writes, queue) = std_mpsc::channel();
+        let committer = {
+            let (db, events) = (db.clone(), events.clone());
+            std::thread::Builder::new()
+                .name("redb-committer".into())
+                .spawn(move || committer(&db, &events, &queue))
+                .map_err(|e| internal(format!("starting the committer thread: {e}")))?
+        };
         Ok(EmbeddedStorage {
             inner: Arc::new(Inner {
                 db,
-                events: EventLog::new(revision, DEFAULT_HISTORY),
-                write_order: Mutex::new(()),
+                events,
+                writes: Some(writes),
+                committer: Some(committer),
             }),
         })
     }
 
     async fn blocking<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Inner) -> Result<T, StorageError> + Send + 'static,
+        f: impl FnOnce(&Database) -> Result<T, StorageError> + Send + 'static,
     ) -> Result<T, StorageError> {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || f(&inner))
+        let db = self.inner.db.clone();
+        tokio::task::spawn_blocking(move || f(&db))
             .await
             .map_err(internal)?
     }
 
-    /// One write transaction: `f` gets the current record (if any) and the next revision
-    /// and returns the value to store (`Some`) or delete (`None`). The committed change is
-    /// published to watchers before the next write can commit, so events stay in order.
-    async fn write<T: Send + 'static>(
-        &self,
-        key: &str,
-        f: impl FnOnce(Option<&KeyValue>, u64) -> Result<(Option<Vec<u8>>, T), StorageError>
-            + Send
-            + 'static,
-    ) -> Result<T, StorageError> {
-        let key = key.to_string();
-        self.blocking(move |inner| {
-            let _order = inner.write_order.lock().unwrap_or_else(|e| e.into_inner());
-            let tx = inner.db.begin_write().map_err(internal)?;
-            let (rev, current, record, out);
-            {
-                let mut meta = tx.open_table(META).map_err(internal)?;
-                let mut kv = tx.open_table(KV).map_err(internal)?;
-                rev = meta
-                    .get("revision")
-                    .map_err(internal)?
-                    .map(|v| v.value())
-                    .unwrap_or(0)
-                    + 1;
-                current = match kv.get(key.as_str()).map_err(internal)? {
-                    Some(v) => Some(decode(&key, v.value())?),
-                    None => None,
-                };
-                (record, out) = f(current.as_ref(), rev)?;
-                match &record {
-                    Some(bytes) => {
-                        kv.insert(key.as_str(), bytes.as_slice())
-                            .map_err(internal)?;
-                    }
-                    None => {
-                        kv.remove(key.as_str()).map_err(internal)?;
-                    }
-                }
-                meta.insert("revision", rev).map_err(internal)?;
-            }
-            tx.commit().map_err(internal)?;
-            inner.events.publish(StoredEvent {
-                revision: rev,
-                key,
-                value: record.map(|r| Bytes::copy_from_slice(&r[16..])),
-                prev: current.map(|c| c.value),
-            });
-            Ok(out)
-        })
-        .await
+    /// Queues a write for the committer and waits until it is durable.
+    async fn write(&self, op: WriteOp) -> Result<Written, StorageError> {
+        let (reply, answer) = oneshot::channel();
+        self.inner
+            .writes
+            .as_ref()
+            .ok_or_else(stopped)?
+            .send(Request { op, reply })
+            .map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
     }
+}
+
+/// The committer thread: one transaction (one fsync) per batch of queued writes.
+fn committer(db: &Database, events: &EventLog, queue: &std_mpsc::Receiver<Request>) {
+    while let Ok(first) = queue.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(req) => batch.push(req),
+                Err(_) => break,
+            }
+        }
+        match commit_batch(db, &batch) {
+            Ok((outcomes, committed)) => {
+                // Publish before answering: a writer that hears its revision can watch
+                // from it and miss nothing.
+                for event in committed {
+                    events.publish(event);
+                }
+                for (req, outcome) in batch.into_iter().zip(outcomes) {
+                    let _ = req.reply.send(outcome);
+                }
+            }
+            Err(e) => {
+                for req in batch {
+                    let _ = req.reply.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+}
+
+type BatchOutcome = (Vec<Result<Written, StorageError>>, Vec<StoredEvent>);
+
+/// Applies `batch` in order in one transaction and commits it (unless nothing changed).
+fn commit_batch(db: &Database, batch: &[Request]) -> Result<BatchOutcome, StorageError> {
+    let tx = db.begin_write().map_err(internal)?;
+    let mut outcomes = Vec::with_capacity(batch.len());
+    let mut committed = Vec::new();
+    {
+        let mut meta = tx.open_table(META).map_err(internal)?;
+        let mut kv = tx.open_table(KV).map_err(internal)?;
+        let start = read_revision(&meta)?;
+        let mut rev = start;
+        for req in batch {
+            match apply_one(&mut kv, &req.op, rev + 1)? {
+                Ok((record, prev)) => {
+                    rev += 1;
+                    committed.push(StoredEvent {
+                        revision: rev,
+                        key: req.op.key().to_string(),
+                        value: record.map(|r| Bytes::copy_from_slice(&r[16..])),
+                        prev: prev.as_ref().map(|p| p.value.clone()),
+                    });
+                    outcomes.push(Ok(Written {
+                        revision: rev,
+                        prev,
+                    }));
+                }
+                Err(refused) => outcomes.push(Err(refused)),
+            }
+        }
+        if rev != start {
+            meta.insert("revision", rev).map_err(internal)?;
+        }
+    }
+    if committed.is_empty() {
+        tx.abort().map_err(internal)?;
+    } else {
+        tx.commit().map_err(internal)?;
+    }
+    Ok((outcomes, committed))
+}
+
+type Applied = Result<(Option<Vec<u8>>, Option<KeyValue>), StorageError>;
+
+/// One write inside the batch transaction. The outer error fails the whole batch (I/O);
+/// the inner one refuses only this write (a precondition).
+fn apply_one(
+    kv: &mut Table<&'static str, &'static [u8]>,
+    op: &WriteOp,
+    rev: u64,
+) -> Result<Applied, StorageError> {
+    let key = op.key();
+    let current = match kv.get(key).map_err(internal)? {
+        Some(v) => Some(decode(key, v.value())?),
+        None => None,
+    };
+    let record = match op.apply(current.as_ref(), rev) {
+        Ok(record) => record,
+        Err(refused) => return Ok(Err(refused)),
+    };
+    match &record {
+        Some(bytes) => {
+            kv.insert(key, bytes.as_slice()).map_err(internal)?;
+        }
+        None => {
+            kv.remove(key).map_err(internal)?;
+        }
+    }
+    Ok(Ok((record, current)))
 }
 
 #[async_trait]
 impl Storage for EmbeddedStorage {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
         let key = key.to_string();
-        self.blocking(move |inner| {
-            let db = &inner.db;
+        self.blocking(move |db| {
             let tx = db.begin_read().map_err(internal)?;
             let kv = tx.open_table(KV).map_err(internal)?;
             match kv.get(key.as_str()).map_err(internal)? {
@@ -169,19 +339,17 @@ impl Storage for EmbeddedStorage {
     ) -> Result<ListPage, StorageError> {
         let prefix = prefix.to_string();
         let start_after = start_after.map(str::to_string);
-        self.blocking(move |inner| {
-            let db = &inner.db;
+        self.blocking(move |db| {
             let tx = db.begin_read().map_err(internal)?;
             let kv = tx.open_table(KV).map_err(internal)?;
             let meta = tx.open_table(META).map_err(internal)?;
-            let revision = meta
-                .get("revision")
-                .map_err(internal)?
-                .map(|v| v.value())
-                .unwrap_or(0);
+            let revision = read_revision(&meta)?;
             let mut items = Vec::new();
             let mut remaining = 0u64;
-            let start = start_after.clone().unwrap_or_else(|| prefix.clone());
+            let start = match &start_after {
+                Some(s) if s.as_str() > prefix.as_str() => s.clone(),
+                _ => prefix.clone(),
+            };
             for entry in kv.range(start.as_str()..).map_err(internal)? {
                 let (k, v) = entry.map_err(internal)?;
                 let key = k.value();
@@ -207,26 +375,18 @@ impl Storage for EmbeddedStorage {
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<u64, StorageError> {
-        let k = key.to_string();
-        self.write(key, move |current, rev| match current {
-            Some(_) => Err(StorageError::AlreadyExists(k)),
-            None => Ok((Some(encode(rev, rev, &value)), rev)),
-        })
-        .await
+        let key = key.to_string();
+        Ok(self.write(WriteOp::Create { key, value }).await?.revision)
     }
 
     async fn update(&self, key: &str, expected: u64, value: Bytes) -> Result<u64, StorageError> {
-        let k = key.to_string();
-        self.write(key, move |current, rev| match current {
-            None => Err(StorageError::NotFound(k)),
-            Some(cur) if cur.mod_revision != expected => Err(StorageError::Conflict {
-                key: k,
-                current: cur.mod_revision,
-                expected,
-            }),
-            Some(cur) => Ok((Some(encode(cur.create_revision, rev, &value)), rev)),
-        })
-        .await
+        let key = key.to_string();
+        let op = WriteOp::Update {
+            key,
+            expected,
+            value,
+        };
+        Ok(self.write(op).await?.revision)
     }
 
     async fn delete(
@@ -234,19 +394,15 @@ impl Storage for EmbeddedStorage {
         key: &str,
         expected: Option<u64>,
     ) -> Result<(KeyValue, u64), StorageError> {
-        let k = key.to_string();
-        self.write(key, move |current, rev| match current {
-            None => Err(StorageError::NotFound(k)),
-            Some(cur) if expected.is_some_and(|e| e != cur.mod_revision) => {
-                Err(StorageError::Conflict {
-                    key: k,
-                    current: cur.mod_revision,
-                    expected: expected.unwrap_or_default(),
-                })
-            }
-            Some(cur) => Ok((None, (cur.clone(), rev))),
-        })
-        .await
+        let op = WriteOp::Delete {
+            key: key.to_string(),
+            expected,
+        };
+        let written = self.write(op).await?;
+        let prev = written
+            .prev
+            .ok_or_else(|| StorageError::Internal(format!("delete of {key} removed nothing")))?;
+        Ok((prev, written.revision))
     }
 
     async fn watch(&self, prefix: &str, after: u64) -> Result<EventReceiver, StorageError> {
@@ -254,17 +410,16 @@ impl Storage for EmbeddedStorage {
     }
 
     async fn current_revision(&self) -> Result<u64, StorageError> {
-        self.blocking(|inner| {
-            let db = &inner.db;
+        self.blocking(|db| {
             let tx = db.begin_read().map_err(internal)?;
             let meta = tx.open_table(META).map_err(internal)?;
-            Ok(meta
-                .get("revision")
-                .map_err(internal)?
-                .map(|v| v.value())
-                .unwrap_or(0))
+            read_revision(&meta)
         })
         .await
+    }
+
+    async fn compact(&self, revision: u64) -> Result<(), StorageError> {
+        self.inner.events.compact(revision)
     }
 }
 
@@ -273,37 +428,51 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn revisions_cas_and_listing() {
+    async fn survives_reopen_and_starts_history_at_the_stored_revision() {
         let dir = tempfile::tempdir().unwrap();
-        let s = EmbeddedStorage::open(&dir.path().join("db")).unwrap();
+        let path = dir.path().join("db");
+        let s = EmbeddedStorage::open(&path).unwrap();
         let r1 = s.create("/a/1", Bytes::from_static(b"x")).await.unwrap();
-        let r2 = s.create("/a/2", Bytes::from_static(b"y")).await.unwrap();
-        assert!(r2 > r1);
-        assert_eq!(
-            s.create("/a/1", Bytes::new()).await,
-            Err(StorageError::AlreadyExists("/a/1".into()))
-        );
-        assert!(matches!(
-            s.update("/a/1", r2, Bytes::new()).await,
-            Err(StorageError::Conflict { .. })
-        ));
-        let r3 = s
-            .update("/a/1", r1, Bytes::from_static(b"z"))
+        let r2 = s
+            .update("/a/1", r1, Bytes::from_static(b"y"))
             .await
             .unwrap();
+        drop(s);
+        let s = EmbeddedStorage::open(&path).unwrap();
         let got = s.get("/a/1").await.unwrap().unwrap();
         assert_eq!(
             (got.create_revision, got.mod_revision, &got.value[..]),
-            (r1, r3, &b"z"[..])
+            (r1, r2, &b"y"[..])
         );
-        s.create("/b/1", Bytes::new()).await.unwrap();
-        let page = s.list("/a/", None, 1).await.unwrap();
-        assert_eq!((page.items.len(), page.remaining), (1, 1));
-        let next = s.list("/a/", Some(&page.items[0].key), 1).await.unwrap();
-        assert_eq!((next.items[0].key.as_str(), next.remaining), ("/a/2", 0));
-        let (deleted, rev) = s.delete("/a/2", None).await.unwrap();
-        assert_eq!(deleted.value, Bytes::from_static(b"y"));
-        assert_eq!(s.current_revision().await.unwrap(), rev);
-        assert_eq!(s.get("/a/2").await.unwrap(), None);
+        assert_eq!(s.current_revision().await.unwrap(), r2);
+        assert!(matches!(
+            s.watch("/a/", r1 - 1).await,
+            Err(StorageError::Expired { .. })
+        ));
+        let mut w = s.watch("/a/", r2).await.unwrap();
+        let r3 = s.create("/a/2", Bytes::new()).await.unwrap();
+        assert_eq!(w.recv().await.unwrap().unwrap().revision, r3);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_writes_share_commits_and_keep_revisions_gap_free() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = EmbeddedStorage::open(&dir.path().join("db")).unwrap();
+        let mut watch = s.watch("/", 0).await.unwrap();
+        let tasks: Vec<_> = (0..64)
+            .map(|i| {
+                let s = s.clone();
+                tokio::spawn(async move { s.create(&format!("/k/{i}"), Bytes::new()).await })
+            })
+            .collect();
+        let mut revs = Vec::new();
+        for t in tasks {
+            revs.push(t.await.unwrap().unwrap());
+        }
+        revs.sort_unstable();
+        assert_eq!(revs, (1..=64).collect::<Vec<u64>>());
+        for want in 1..=64 {
+            assert_eq!(watch.recv().await.unwrap().unwrap().revision, want);
+        }
     }
 }

@@ -24,6 +24,8 @@ struct Inner {
     events: VecDeque<Arc<StoredEvent>>,
     /// The newest revision not in `events` (watches after it can be served).
     floor: u64,
+    /// The newest revision published (or the starting revision).
+    latest: u64,
 }
 
 impl EventLog {
@@ -34,6 +36,7 @@ impl EventLog {
             inner: Mutex::new(Inner {
                 events: VecDeque::new(),
                 floor: revision,
+                latest: revision,
             }),
             tx,
             capacity,
@@ -48,6 +51,7 @@ impl EventLog {
     pub fn publish(&self, event: StoredEvent) {
         let event = Arc::new(event);
         let mut inner = self.lock();
+        inner.latest = inner.latest.max(event.revision);
         inner.events.push_back(event.clone());
         while inner.events.len() > self.capacity {
             if let Some(old) = inner.events.pop_front() {
@@ -56,6 +60,23 @@ impl EventLog {
         }
         // No receivers is fine: nobody is watching.
         let _ = self.tx.send(event);
+    }
+
+    /// Drops the history before `revision` (see [`super::Storage::compact`]).
+    pub fn compact(&self, revision: u64) -> Result<(), StorageError> {
+        let mut inner = self.lock();
+        if revision > inner.latest {
+            return Err(StorageError::Internal(format!(
+                "cannot compact to revision {revision}: the current revision is {}",
+                inner.latest
+            )));
+        }
+        let floor = revision.saturating_sub(1);
+        while inner.events.front().is_some_and(|e| e.revision <= floor) {
+            inner.events.pop_front();
+        }
+        inner.floor = inner.floor.max(floor);
+        Ok(())
     }
 
     /// A watch of `prefix` from after revision `after`.

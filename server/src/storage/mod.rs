@@ -1,9 +1,19 @@
 //! Storage: one narrow trait with etcd3's semantics (one global increasing revision,
 //! create-if-absent, compare-and-swap on the modification revision, delete with a
-//! precondition, prefix listing with continuation). Backends: [`embedded`] (redb).
+//! precondition, prefix listing with continuation, watch from a revision, compaction).
+//! Backends: [`embedded`] (redb, the default) and `etcd` (cargo feature `etcd`). Both
+//! pass the same conformance suite (`conformance`, run by `cargo test`).
 
+#[cfg(test)]
+pub mod conformance;
 pub mod embedded;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 pub mod events;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -11,7 +21,9 @@ use bytes::Bytes;
 /// A stored key with its value and revisions.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeyValue {
+    /// The key, e.g. `/registry/configmaps/default/app`.
     pub key: String,
+    /// The stored bytes, as written.
     pub value: Bytes,
     /// Revision of the write that created the key.
     pub create_revision: u64,
@@ -22,6 +34,7 @@ pub struct KeyValue {
 /// One page of a prefix listing.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ListPage {
+    /// The keys of this page, in key order.
     pub items: Vec<KeyValue>,
     /// The store revision the page was read at.
     pub revision: u64,
@@ -34,6 +47,7 @@ pub struct ListPage {
 pub struct StoredEvent {
     /// Revision of the write.
     pub revision: u64,
+    /// The key written.
     pub key: String,
     /// The new value; `None` when the key was deleted.
     pub value: Option<Bytes>,
@@ -47,20 +61,33 @@ pub type EventReceiver =
     tokio::sync::mpsc::Receiver<Result<std::sync::Arc<StoredEvent>, StorageError>>;
 
 /// Why a storage operation failed. Mapped to API errors once, in `registry`.
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq)]
 pub enum StorageError {
+    /// The key does not exist.
     #[error("key {0} not found")]
     NotFound(String),
+    /// `create` found the key already there.
     #[error("key {0} already exists")]
     AlreadyExists(String),
+    /// A precondition on the key's modification revision failed.
     #[error("key {key} was modified (revision {current}, expected {expected})")]
     Conflict {
+        /// The key written.
         key: String,
+        /// Its modification revision now.
         current: u64,
+        /// The revision the caller expected.
         expected: u64,
     },
+    /// The history asked for was compacted (or the watcher fell behind).
     #[error("too old resource version: {requested} ({oldest})")]
-    Expired { requested: u64, oldest: u64 },
+    Expired {
+        /// The revision asked for.
+        requested: u64,
+        /// The oldest revision still served.
+        oldest: u64,
+    },
+    /// The backend failed (I/O, unreachable, corrupt data).
     #[error("storage failure: {0}")]
     Internal(String),
 }
@@ -93,4 +120,152 @@ pub trait Storage: Send + Sync + 'static {
     /// Every change under `prefix` after revision `after`, then changes as they commit.
     /// Fails with `Expired` when `after` is older than the history kept.
     async fn watch(&self, prefix: &str, after: u64) -> Result<EventReceiver, StorageError>;
+    /// Discards the history before `revision` (etcd's compaction): afterwards a watch
+    /// from `after < revision - 1` fails with `Expired`, while one from `revision - 1` or
+    /// later still gets every change. Compacting at or below an earlier compaction does
+    /// nothing; compacting beyond the current revision fails.
+    async fn compact(&self, revision: u64) -> Result<(), StorageError>;
+    /// Whether the backend answers, within a short time; `/readyz` and `/healthz` report it.
+    async fn health(&self) -> Result<(), StorageError> {
+        self.current_revision().await.map(|_| ())
+    }
+}
+
+/// How long a health check waits for the backend, as kube-apiserver's
+/// `--etcd-healthcheck-timeout` (2 s).
+pub const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Where objects are kept: the embedded store under a directory, or etcd.
+#[derive(Clone, Debug)]
+pub struct StorageConfig {
+    /// Directory of the embedded store (`store.redb`); unused with etcd.
+    pub data_dir: PathBuf,
+    /// Use etcd instead of the embedded store.
+    pub etcd: Option<EtcdConfig>,
+    /// How often history is compacted (0 = never); see [`spawn_compactor`].
+    pub compaction_interval: Duration,
+}
+
+/// How to reach etcd (`--etcd-*` flags).
+#[derive(Clone, Debug, Default)]
+pub struct EtcdConfig {
+    /// Endpoints, e.g. `http://127.0.0.1:2379`.
+    pub servers: Vec<String>,
+    /// Replaces the `/registry` root of every key (`--etcd-prefix`).
+    pub prefix: String,
+    /// CA bundle that signed the etcd servers' certificates.
+    pub ca_file: Option<PathBuf>,
+    /// Client certificate presented to etcd.
+    pub cert_file: Option<PathBuf>,
+    /// Key of the client certificate.
+    pub key_file: Option<PathBuf>,
+}
+
+/// Opens the configured backend and starts its compactor. Must run inside a Tokio runtime.
+pub async fn open(config: &StorageConfig) -> Result<Arc<dyn Storage>, String> {
+    let storage: Arc<dyn Storage> = match &config.etcd {
+        Some(etcd) => open_etcd(etcd).await?,
+        None => {
+            let path = config.data_dir.join("store.redb");
+            Arc::new(embedded::EmbeddedStorage::open(&path).map_err(|e| {
+                format!(
+                    "opening the embedded store in {}: {e}",
+                    config.data_dir.display()
+                )
+            })?)
+        }
+    };
+    spawn_compactor(storage.clone(), config.compaction_interval);
+    Ok(storage)
+}
+
+#[cfg(feature = "etcd")]
+async fn open_etcd(config: &EtcdConfig) -> Result<Arc<dyn Storage>, String> {
+    let servers = config.servers.join(",");
+    let storage = etcd::EtcdStorage::connect(config)
+        .await
+        .map_err(|e| format!("--etcd-servers {servers}: {e}"))?;
+    storage
+        .health()
+        .await
+        .map_err(|e| format!("--etcd-servers {servers}: etcd is not reachable: {e}"))?;
+    Ok(Arc::new(storage))
+}
+
+#[cfg(not(feature = "etcd"))]
+async fn open_etcd(_config: &EtcdConfig) -> Result<Arc<dyn Storage>, String> {
+    Err(ETCD_NOT_BUILT.to_string())
+}
+
+/// Why `--etcd-servers` cannot be used by a binary built without the `etcd` feature.
+pub const ETCD_NOT_BUILT: &str = "--etcd-servers: this binary was built without etcd support; \
+     rebuild it with `cargo build -p apiserver --features etcd` (needs protoc), or drop \
+     --etcd-servers to use the embedded store";
+
+/// Compacts history every `interval` (0 = never), as kube-apiserver's compactor: each
+/// tick compacts to the revision seen at the previous tick, so at least one interval of
+/// history stays watchable. Failures are logged and retried at the next tick.
+pub fn spawn_compactor(storage: Arc<dyn Storage>, interval: Duration) {
+    if interval.is_zero() {
+        return;
+    }
+    tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticker.tick().await;
+        let mut previous = None;
+        loop {
+            ticker.tick().await;
+            if let Some(rev) = previous {
+                match storage.compact(rev).await {
+                    Ok(()) => tracing::debug!(revision = rev, "compacted storage history"),
+                    Err(e) => tracing::warn!(revision = rev, "compacting storage history: {e}"),
+                }
+            }
+            match storage.current_revision().await {
+                Ok(rev) => previous = Some(rev),
+                Err(e) => tracing::warn!("reading the storage revision for compaction: {e}"),
+            }
+        }
+    });
+}
+
+/// Parses a Go-style duration as kube-apiserver's flags take them: `5m`, `1h30m`, `90s`,
+/// `1.5h`, `250ms`, or `0`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = |why: &str| format!("invalid duration {text:?}: {why} (examples: 5m0s, 90s, 1h)");
+    let s = text.trim();
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    if s.is_empty() {
+        return Err(bad("empty"));
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(|| bad("missing unit"))?;
+        if num_len == 0 {
+            return Err(bad("expected a number"));
+        }
+        let value: f64 = rest[..num_len].parse().map_err(|_| bad("not a number"))?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let seconds = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            other => return Err(bad(&format!("unknown unit {other:?}"))),
+        };
+        total += value * seconds;
+        rest = &rest[unit_len..];
+    }
+    Duration::try_from_secs_f64(total).map_err(|_| bad("out of range"))
 }

@@ -1,0 +1,341 @@
+//! `metadata.managedFields` for Update operations (PUT, and PATCH of the JSON, merge and
+//! strategic kinds): which manager last set which fields, in the `FieldsV1` format.
+//!
+//! A manager owns the fields it created or changed; a change by another manager moves
+//! ownership of the changed fields to that manager. Server-set metadata (uid,
+//! resourceVersion, timestamps, generation, managedFields) and identity (name, namespace,
+//! apiVersion, kind) are never owned.
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Map, Value};
+
+use crate::catalog::ApiResource;
+
+/// A field path in FieldsV1 element form: `f:data`, `f:a`, `k:{"port":80}`, `v:"x"`, `.`.
+type Path = Vec<String>;
+
+const UNOWNED_META: &[&str] = &[
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+    "generateName",
+];
+
+/// The manager name for a request: `fieldManager`, else the User-Agent's product token.
+pub fn manager_name(field_manager: Option<&str>, user_agent: Option<&str>) -> String {
+    match field_manager.filter(|m| !m.is_empty()) {
+        Some(m) => m.chars().take(128).collect(),
+        None => user_agent
+            .and_then(|ua| ua.split('/').next())
+            .filter(|s| !s.is_empty())
+            .unwrap_or("unknown")
+            .chars()
+            .take(128)
+            .collect(),
+    }
+}
+
+/// Every owned path of `obj`, with the value at each leaf, driven by `schema` for list
+/// semantics (atomic by default; `set` and `map` lists are granular).
+fn field_set(obj: &Value, schema: &Value, include_status: bool) -> Vec<(Path, Value)> {
+    let mut out = Vec::new();
+    let Some(map) = obj.as_object() else {
+        return out;
+    };
+    for (k, v) in map {
+        match k.as_str() {
+            "apiVersion" | "kind" => {}
+            "status" if !include_status => {}
+            "metadata" => {
+                if let Some(meta) = v.as_object() {
+                    for (mk, mv) in meta
+                        .iter()
+                        .filter(|(mk, _)| !UNOWNED_META.contains(&mk.as_str()))
+                    {
+                        let list_schema = match mk.as_str() {
+                            "finalizers" => {
+                                json!({ "type": "array", "x-kubernetes-list-type": "set" })
+                            }
+                            "ownerReferences" => {
+                                json!({ "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["uid"] })
+                            }
+                            _ => {
+                                json!({ "type": "object", "additionalProperties": { "type": "string" } })
+                            }
+                        };
+                        walk(
+                            mv,
+                            &list_schema,
+                            vec!["f:metadata".into(), format!("f:{mk}")],
+                            &mut out,
+                        );
+                    }
+                }
+            }
+            _ => {
+                let child = schema
+                    .get("properties")
+                    .and_then(|p| p.get(k))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                walk(v, &child, vec![format!("f:{k}")], &mut out);
+            }
+        }
+    }
+    out
+}
+
+fn walk(v: &Value, schema: &Value, path: Path, out: &mut Vec<(Path, Value)>) {
+    match v {
+        Value::Object(map)
+            if !map.is_empty()
+                || schema.get("type").and_then(Value::as_str) == Some("object")
+                || schema.is_null() =>
+        {
+            let mut dot = path.clone();
+            dot.push(".".into());
+            out.push((dot, Value::Null));
+            for (k, child) in map {
+                let cs = schema
+                    .get("properties")
+                    .and_then(|p| p.get(k))
+                    .or_else(|| schema.get("additionalProperties").filter(|a| a.is_object()))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                let mut p = path.clone();
+                p.push(format!("f:{k}"));
+                walk(child, &cs, p, out);
+            }
+        }
+        Value::Array(items) => match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
+            Some("set") => {
+                let mut dot = path.clone();
+                dot.push(".".into());
+                out.push((dot, Value::Null));
+                for item in items {
+                    let mut p = path.clone();
+                    p.push(format!("v:{item}"));
+                    out.push((p, item.clone()));
+                }
+            }
+            Some("map") => {
+                let keys: Vec<&str> = schema
+                    .get("x-kubernetes-list-map-keys")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                let item_schema = schema.get("items").cloned().unwrap_or(Value::Null);
+                let mut dot = path.clone();
+                dot.push(".".into());
+                out.push((dot, Value::Null));
+                for item in items {
+                    let key: Map<String, Value> = keys
+                        .iter()
+                        .filter_map(|k| Some((k.to_string(), item.get(*k)?.clone())))
+                        .collect();
+                    let mut p = path.clone();
+                    p.push(format!("k:{}", Value::Object(key)));
+                    walk(item, &item_schema, p, out);
+                }
+            }
+            _ => out.push((path, v.clone())),
+        },
+        _ => out.push((path, v.clone())),
+    }
+}
+
+fn to_tree(paths: &BTreeSet<Path>) -> Value {
+    let mut root = Map::new();
+    for p in paths {
+        let mut cur = &mut root;
+        for el in p {
+            cur = cur
+                .entry(el.clone())
+                .or_insert_with(|| json!({}))
+                .as_object_mut()
+                .expect("nodes are objects");
+        }
+    }
+    Value::Object(root)
+}
+
+fn from_tree(v: &Value, prefix: &mut Path, out: &mut BTreeSet<Path>) {
+    if let Some(m) = v.as_object() {
+        if m.is_empty() && !prefix.is_empty() {
+            out.insert(prefix.clone());
+        }
+        for (k, child) in m {
+            prefix.push(k.clone());
+            from_tree(child, prefix, out);
+            prefix.pop();
+        }
+    }
+}
+
+/// Records an Update by `manager` that turned `old` (None on create) into `new`, in
+/// `new.metadata.managedFields`. `subresource` is `status` for status writes; with a
+/// status subresource, status fields are only tracked for those.
+pub fn record_update(
+    new: &mut Value,
+    old: Option<&Value>,
+    res: &ApiResource,
+    manager: &str,
+    subresource: Option<&str>,
+    now: &str,
+) {
+    let (schema, api_version) = (&res.schema, res.api_version());
+    let include_status = subresource == Some("status") || !res.def.status_subresource;
+    let new_fields = field_set(new, schema, include_status);
+    let new_paths: BTreeSet<Path> = new_fields.iter().map(|(p, _)| p.clone()).collect();
+    let old_fields: Vec<(Path, Value)> = old
+        .map(|o| field_set(o, schema, include_status))
+        .unwrap_or_default();
+    let changed: BTreeSet<Path> = new_fields
+        .iter()
+        .filter(|(p, v)| !old_fields.iter().any(|(op, ov)| op == p && ov == v))
+        .map(|(p, _)| p.clone())
+        .collect();
+
+    let mut entries: Vec<Value> = old
+        .and_then(|o| o["metadata"]["managedFields"].as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.is_object())
+        .collect();
+    let is_mine = |e: &Value| {
+        e["manager"] == manager
+            && e["operation"] == "Update"
+            && e["subresource"].as_str() == subresource
+    };
+    let mut mine = BTreeSet::new();
+    let mut found = false;
+    for e in entries.iter_mut() {
+        let mut set = BTreeSet::new();
+        from_tree(&e["fieldsV1"], &mut Vec::new(), &mut set);
+        if is_mine(e) {
+            found = true;
+            mine = set.into_iter().filter(|p| new_paths.contains(p)).collect();
+        } else {
+            let kept: BTreeSet<Path> = set
+                .into_iter()
+                .filter(|p| new_paths.contains(p) && !changed.contains(p))
+                .collect();
+            e["fieldsV1"] = to_tree(&kept);
+        }
+    }
+    let before = mine.clone();
+    mine.extend(changed.iter().cloned());
+    entries.retain(|e| is_mine(e) || e["fieldsV1"].as_object().is_some_and(|m| !m.is_empty()));
+    if !mine.is_empty() {
+        if let Some(e) = entries.iter_mut().find(|e| is_mine(e)) {
+            if mine != before {
+                e["time"] = json!(now);
+            }
+            e["fieldsV1"] = to_tree(&mine);
+            e["apiVersion"] = json!(api_version);
+        } else {
+            let mut e = json!({ "manager": manager, "operation": "Update", "apiVersion": api_version, "time": now, "fieldsType": "FieldsV1", "fieldsV1": to_tree(&mine) });
+            if let Some(s) = subresource {
+                e["subresource"] = json!(s);
+            }
+            entries.push(e);
+        }
+    } else if found {
+        entries.retain(|e| !is_mine(e));
+    }
+    let meta = crate::api::meta::metadata_mut(new);
+    if entries.is_empty() {
+        meta.remove("managedFields");
+    } else {
+        meta.insert("managedFields".into(), Value::Array(entries));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::ResourceDefinition;
+
+    fn res(schema: Value) -> ApiResource {
+        let def: &'static ResourceDefinition = Box::leak(Box::new(ResourceDefinition {
+            group: "",
+            version: "v1",
+            kind: "ConfigMap",
+            list_kind: "ConfigMapList",
+            plural: "configmaps",
+            singular: "configmap",
+            namespaced: true,
+            short_names: &[],
+            categories: &[],
+            status_subresource: false,
+            scale: None,
+            printer_columns: &[],
+            schema: "{}",
+            source: "test",
+        }));
+        ApiResource {
+            def,
+            schema,
+            protobuf: false,
+        }
+    }
+
+    #[test]
+    fn create_then_another_manager_takes_changed_fields() {
+        let schema = json!({ "type": "object", "properties": { "data": { "type": "object", "additionalProperties": { "type": "string" } } } });
+        let mut cm = json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "c", "labels": { "app": "x" } }, "data": { "a": "1" } });
+        let r = res(schema);
+        record_update(&mut cm, None, &r, "kubectl-create", None, "t0");
+        assert_eq!(
+            cm["metadata"]["managedFields"][0]["fieldsV1"],
+            json!({ "f:data": { ".": {}, "f:a": {} }, "f:metadata": { "f:labels": { ".": {}, "f:app": {} } } })
+        );
+        let old = cm.clone();
+        cm["data"]["a"] = json!("2");
+        record_update(&mut cm, Some(&old), &r, "tests", None, "t1");
+        let mf = cm["metadata"]["managedFields"].as_array().unwrap();
+        assert_eq!(mf.len(), 2);
+        assert_eq!(
+            mf[0]["fieldsV1"],
+            json!({ "f:data": { ".": {} }, "f:metadata": { "f:labels": { ".": {}, "f:app": {} } } })
+        );
+        assert_eq!(mf[1]["manager"], "tests");
+        assert_eq!(mf[1]["fieldsV1"], json!({ "f:data": { "f:a": {} } }));
+    }
+
+    #[test]
+    fn set_and_map_lists_are_granular() {
+        let schema = json!({ "type": "object", "properties": { "spec": { "type": "object", "properties": {
+            "ports": { "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port"], "items": { "type": "object", "properties": { "port": { "type": "integer" }, "name": { "type": "string" } } } },
+            "tags": { "type": "array", "x-kubernetes-list-type": "set", "items": { "type": "string" } }
+        } } } });
+        let mut w = json!({ "metadata": {}, "spec": { "ports": [{ "port": 80, "name": "http" }], "tags": ["a"] } });
+        record_update(&mut w, None, &res(schema), "m", None, "t");
+        let f = &w["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"];
+        assert_eq!(
+            f["f:ports"]["k:{\"port\":80}"],
+            json!({ ".": {}, "f:name": {}, "f:port": {} })
+        );
+        assert_eq!(f["f:tags"]["v:\"a\""], json!({}));
+    }
+
+    #[test]
+    fn manager_from_user_agent() {
+        assert_eq!(
+            manager_name(None, Some("kubectl/v1.32.4 (linux/amd64) kubernetes/abc")),
+            "kubectl"
+        );
+        assert_eq!(manager_name(Some("mine"), Some("kubectl/v1")), "mine");
+        assert_eq!(manager_name(None, None), "unknown");
+    }
+}

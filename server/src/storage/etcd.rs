@@ -1,0 +1,599 @@
+//! The etcd3 backend, through the `etcd-client` crate (cargo feature `etcd`).
+//!
+//! Keys: the registry builds keys under `/registry`; here that root is replaced by
+//! `--etcd-prefix` (default `/registry`, so keys are laid out exactly as kube-apiserver's).
+//! Values are stored as given. Every write is one etcd transaction:
+//!
+//! - create: `create_revision(key) == 0` → put;
+//! - update: `mod_revision(key) == expected` and the key exists → put, else read the key
+//!   to tell `Conflict` (with the current revision) from `NotFound`;
+//! - delete: the same comparison → delete (with the previous value), else read.
+//!
+//! Lists are one range read (one revision) from a start key with a limit; `remaining`
+//! comes from the range's count. Watches are etcd watches with previous values from
+//! `after + 1`; compacted history becomes `Expired`. Every call has a deadline, so an
+//! unreachable etcd fails fast instead of hanging.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use etcd_client::{
+    Certificate, Client, Compare, CompareOp, ConnectOptions, DeleteOptions, EventType, GetOptions,
+    Identity, TlsOptions, Txn, TxnOp, TxnOpResponse, WatchOptions, WatchStream,
+};
+use tokio::sync::mpsc;
+
+use super::{
+    EtcdConfig, EventReceiver, KeyValue, ListPage, Storage, StorageError, StoredEvent,
+    HEALTH_TIMEOUT,
+};
+
+/// The root of the keys the registry builds; replaced by the etcd prefix.
+const REGISTRY_ROOT: &str = "/registry";
+/// Deadline of one request (reads, writes, compaction).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Deadline for establishing a TCP/TLS connection to one endpoint.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Largest response accepted (a full list of a big collection).
+const MAX_MESSAGE: usize = 1 << 30;
+/// How long a watch waits to learn the compaction revision that refused it.
+const COMPACTED_WAIT: Duration = Duration::from_secs(2);
+/// Re-establishing a broken watch stream: attempts and the pause between them.
+const WATCH_RETRIES: u32 = 5;
+const WATCH_RETRY_PAUSE: Duration = Duration::from_millis(500);
+/// Buffer between the etcd watch stream and one watcher.
+const WATCHER_BUFFER: usize = 1024;
+
+/// etcd-backed [`Storage`].
+#[derive(Clone)]
+pub struct EtcdStorage {
+    client: Client,
+    /// What replaces `/registry` in every key, without a trailing slash (`""` = the root).
+    root: Arc<str>,
+}
+
+fn internal(e: impl std::fmt::Display) -> StorageError {
+    StorageError::Internal(e.to_string())
+}
+
+/// Maps a client error; etcd's "compacted" answer becomes `Expired`.
+fn etcd_err(e: etcd_client::Error, requested: u64) -> StorageError {
+    let text = e.to_string();
+    if text.contains("required revision has been compacted") {
+        StorageError::Expired {
+            requested,
+            oldest: requested + 1,
+        }
+    } else {
+        StorageError::Internal(format!("etcd: {text}"))
+    }
+}
+
+/// etcd revisions are `i64`; ours are `u64`.
+fn rev_u64(rev: i64) -> u64 {
+    u64::try_from(rev).unwrap_or(0)
+}
+
+fn rev_i64(rev: u64) -> i64 {
+    i64::try_from(rev).unwrap_or(i64::MAX)
+}
+
+fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Result<u64, StorageError> {
+    header
+        .map(|h| rev_u64(h.revision()))
+        .ok_or_else(|| StorageError::Internal("etcd answered without a response header".into()))
+}
+
+/// The first key after every key starting with `prefix` (etcd's range end for a prefix).
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    // Every byte was 0xff: the range extends to the end of the key space.
+    vec![0]
+}
+
+/// Runs one etcd call under a deadline.
+async fn timed<T>(
+    what: &str,
+    limit: Duration,
+    requested: u64,
+    call: impl Future<Output = Result<T, etcd_client::Error>>,
+) -> Result<T, StorageError> {
+    match tokio::time::timeout(limit, call).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(etcd_err(e, requested)),
+        Err(_) => Err(StorageError::Internal(format!(
+            "etcd did not answer {what} within {}s",
+            limit.as_secs_f32()
+        ))),
+    }
+}
+
+fn read_file(flag: &str, path: &std::path::Path) -> Result<Vec<u8>, StorageError> {
+    std::fs::read(path).map_err(|e| internal(format!("{flag} {}: {e}", path.display())))
+}
+
+impl EtcdStorage {
+    /// A client for `config.servers` (connections are made lazily; see [`Storage::health`]).
+    pub async fn connect(config: &EtcdConfig) -> Result<Self, StorageError> {
+        if config.servers.is_empty() {
+            return Err(internal("no etcd servers given"));
+        }
+        let mut options = ConnectOptions::new()
+            .with_connect_timeout(CONNECT_TIMEOUT)
+            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
+            .with_keep_alive_while_idle(true);
+        if config.ca_file.is_some() || config.cert_file.is_some() || config.key_file.is_some() {
+            let mut tls = TlsOptions::new();
+            if let Some(ca) = &config.ca_file {
+                tls = tls.ca_certificate(Certificate::from_pem(read_file("--etcd-cafile", ca)?));
+            }
+            match (&config.cert_file, &config.key_file) {
+                (Some(cert), Some(key)) => {
+                    tls = tls.identity(Identity::from_pem(
+                        read_file("--etcd-certfile", cert)?,
+                        read_file("--etcd-keyfile", key)?,
+                    ));
+                }
+                (None, None) => {}
+                _ => {
+                    return Err(internal(
+                        "--etcd-certfile and --etcd-keyfile must be given together",
+                    ))
+                }
+            }
+            options = options.with_tls(tls);
+        }
+        let client = Client::connect(&config.servers, Some(options))
+            .await
+            .map_err(|e| internal(format!("etcd client: {e}")))?;
+        Ok(EtcdStorage {
+            client,
+            root: normalize_prefix(&config.prefix).into(),
+        })
+    }
+
+    /// The etcd key of a registry key.
+    fn etcd_key(&self, key: &str) -> Result<Vec<u8>, StorageError> {
+        let rest = key
+            .strip_prefix(REGISTRY_ROOT)
+            .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+            .ok_or_else(|| {
+                StorageError::Internal(format!("key {key} is outside {REGISTRY_ROOT}"))
+            })?;
+        Ok(format!("{}{rest}", self.root).into_bytes())
+    }
+
+    /// The registry key of an etcd key.
+    fn registry_key(&self, key: &[u8]) -> Result<String, StorageError> {
+        let key = std::str::from_utf8(key)
+            .map_err(|_| StorageError::Internal("etcd returned a key that is not UTF-8".into()))?;
+        let rest = key.strip_prefix(&*self.root).ok_or_else(|| {
+            StorageError::Internal(format!("etcd key {key} is outside the prefix"))
+        })?;
+        Ok(format!("{REGISTRY_ROOT}{rest}"))
+    }
+
+    fn key_value(&self, kv: etcd_client::KeyValue) -> Result<KeyValue, StorageError> {
+        let (create_revision, mod_revision) = (kv.create_revision(), kv.mod_revision());
+        let (key, value) = kv.into_key_value();
+        Ok(KeyValue {
+            key: self.registry_key(&key)?,
+            value: Bytes::from(value),
+            create_revision: rev_u64(create_revision),
+            mod_revision: rev_u64(mod_revision),
+        })
+    }
+
+    fn kv(&self) -> etcd_client::KvClient {
+        self.client
+            .kv_client()
+            .max_decoding_message_size(MAX_MESSAGE)
+    }
+
+    /// A watch stream of `key` (a prefix) from revision `start`, with previous values.
+    async fn open_watch(&self, key: &[u8], start: u64) -> Result<WatchStream, StorageError> {
+        let options = WatchOptions::new()
+            .with_prefix()
+            .with_prev_key()
+            .with_start_revision(rev_i64(start));
+        let mut client = self
+            .client
+            .watch_client()
+            .max_decoding_message_size(MAX_MESSAGE);
+        timed(
+            "a watch",
+            REQUEST_TIMEOUT,
+            start.saturating_sub(1),
+            client.watch(key.to_vec(), Some(options)),
+        )
+        .await
+    }
+
+    /// Whether history at `start` is still there (a read at that revision fails when it
+    /// was compacted; one in the future is fine: the watch waits for it).
+    async fn compacted_before(&self, key: &[u8], start: u64) -> Result<bool, StorageError> {
+        let options = GetOptions::new()
+            .with_revision(rev_i64(start))
+            .with_count_only();
+        match timed(
+            "a read",
+            REQUEST_TIMEOUT,
+            0,
+            self.kv().get(key.to_vec(), Some(options)),
+        )
+        .await
+        {
+            Ok(_) => Ok(false),
+            Err(StorageError::Expired { .. }) => Ok(true),
+            Err(StorageError::Internal(msg)) if msg.contains("future revision") => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn event(&self, event: &etcd_client::Event) -> Result<Option<StoredEvent>, StorageError> {
+        let Some(kv) = event.kv() else {
+            return Ok(None);
+        };
+        let key = self.registry_key(kv.key())?;
+        let prev = event.prev_kv().map(|p| Bytes::copy_from_slice(p.value()));
+        Ok(Some(match event.event_type() {
+            EventType::Put => StoredEvent {
+                revision: rev_u64(kv.mod_revision()),
+                key,
+                value: Some(Bytes::copy_from_slice(kv.value())),
+                // A put that created the key has no previous value.
+                prev: if kv.create_revision() == kv.mod_revision() {
+                    None
+                } else {
+                    prev
+                },
+            },
+            EventType::Delete => StoredEvent {
+                revision: rev_u64(kv.mod_revision()),
+                key,
+                value: None,
+                prev,
+            },
+        }))
+    }
+}
+
+/// `--etcd-prefix` as a key root: leading slash, no trailing slash (`/` → the root).
+fn normalize_prefix(prefix: &str) -> String {
+    let trimmed = prefix.trim_matches('/');
+    if trimmed.is_empty() {
+        String::new()
+    } else {
+        format!("/{trimmed}")
+    }
+}
+
+/// What one watch response means for the watcher.
+enum Step {
+    Events(Vec<StoredEvent>),
+    Compacted(u64),
+    Cancelled(String),
+}
+
+impl EtcdStorage {
+    fn step(&self, resp: &etcd_client::WatchResponse) -> Result<Step, StorageError> {
+        if resp.compact_revision() > 0 {
+            return Ok(Step::Compacted(rev_u64(resp.compact_revision())));
+        }
+        if resp.canceled() {
+            return Ok(Step::Cancelled(resp.cancel_reason().to_string()));
+        }
+        let mut events = Vec::with_capacity(resp.events().len());
+        for e in resp.events() {
+            if let Some(event) = self.event(e)? {
+                events.push(event);
+            }
+        }
+        Ok(Step::Events(events))
+    }
+
+    /// Forwards a watch stream to `tx` until the watcher goes away, re-establishing the
+    /// stream from the last revision seen when the connection breaks.
+    async fn forward(
+        self,
+        key: Vec<u8>,
+        mut stream: WatchStream,
+        mut last: u64,
+        tx: mpsc::Sender<Result<Arc<StoredEvent>, StorageError>>,
+    ) {
+        let mut failures = 0;
+        loop {
+            let message = tokio::select! {
+                _ = tx.closed() => return,
+                m = stream.message() => m,
+            };
+            let step = match message {
+                Ok(Some(resp)) => self.step(&resp),
+                Ok(None) | Err(_) => {
+                    failures += 1;
+                    if failures > WATCH_RETRIES {
+                        let _ = tx
+                            .send(Err(internal(
+                                "the etcd watch stream broke and could not be re-established",
+                            )))
+                            .await;
+                        return;
+                    }
+                    tokio::time::sleep(WATCH_RETRY_PAUSE).await;
+                    if let Ok(s) = self.open_watch(&key, last + 1).await {
+                        stream = s;
+                    }
+                    continue;
+                }
+            };
+            failures = 0;
+            match step {
+                Ok(Step::Events(events)) => {
+                    for event in events {
+                        if event.revision <= last {
+                            continue;
+                        }
+                        last = event.revision;
+                        if tx.send(Ok(Arc::new(event))).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+                Ok(Step::Compacted(oldest)) => {
+                    let _ = tx
+                        .send(Err(StorageError::Expired {
+                            requested: last,
+                            oldest,
+                        }))
+                        .await;
+                    return;
+                }
+                Ok(Step::Cancelled(reason)) => {
+                    let _ = tx
+                        .send(Err(internal(format!("etcd cancelled the watch: {reason}"))))
+                        .await;
+                    return;
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Storage for EtcdStorage {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
+        let k = self.etcd_key(key)?;
+        let mut resp = timed("a read", REQUEST_TIMEOUT, 0, self.kv().get(k, None)).await?;
+        resp.take_kvs()
+            .into_iter()
+            .next()
+            .map(|kv| self.key_value(kv))
+            .transpose()
+    }
+
+    async fn list(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> Result<ListPage, StorageError> {
+        let from = self.etcd_key(prefix)?;
+        let end = prefix_end(&from);
+        let start = match start_after {
+            Some(after) => {
+                let mut k = self.etcd_key(after)?;
+                k.push(0);
+                k.max(from)
+            }
+            None => from,
+        };
+        if end != [0] && start >= end {
+            return Ok(ListPage {
+                items: Vec::new(),
+                revision: self.current_revision().await?,
+                remaining: 0,
+            });
+        }
+        let mut options = GetOptions::new().with_range(end);
+        if limit > 0 {
+            options = options.with_limit(i64::try_from(limit).unwrap_or(i64::MAX));
+        }
+        let mut resp = timed(
+            "a list",
+            REQUEST_TIMEOUT,
+            0,
+            self.kv().get(start, Some(options)),
+        )
+        .await?;
+        let revision = header_revision(resp.header())?;
+        let count = rev_u64(resp.count());
+        let items = resp
+            .take_kvs()
+            .into_iter()
+            .map(|kv| self.key_value(kv))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ListPage {
+            remaining: count.saturating_sub(items.len() as u64),
+            items,
+            revision,
+        })
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<u64, StorageError> {
+        let k = self.etcd_key(key)?;
+        let txn = Txn::new()
+            .when([Compare::create_revision(k.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(k, value.to_vec(), None)]);
+        let resp = timed("a create", REQUEST_TIMEOUT, 0, self.kv().txn(txn)).await?;
+        if !resp.succeeded() {
+            return Err(StorageError::AlreadyExists(key.to_string()));
+        }
+        header_revision(resp.header())
+    }
+
+    async fn update(&self, key: &str, expected: u64, value: Bytes) -> Result<u64, StorageError> {
+        let k = self.etcd_key(key)?;
+        let txn = Txn::new()
+            .when([
+                Compare::mod_revision(k.clone(), CompareOp::Equal, rev_i64(expected)),
+                Compare::create_revision(k.clone(), CompareOp::Greater, 0),
+            ])
+            .and_then([TxnOp::put(k.clone(), value.to_vec(), None)])
+            .or_else([TxnOp::get(k, None)]);
+        let resp = timed("an update", REQUEST_TIMEOUT, 0, self.kv().txn(txn)).await?;
+        if resp.succeeded() {
+            return header_revision(resp.header());
+        }
+        Err(refusal(key, expected, &resp))
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        expected: Option<u64>,
+    ) -> Result<(KeyValue, u64), StorageError> {
+        let k = self.etcd_key(key)?;
+        let delete = DeleteOptions::new().with_prev_key();
+        let Some(expected) = expected else {
+            let mut resp = timed(
+                "a delete",
+                REQUEST_TIMEOUT,
+                0,
+                self.kv().delete(k, Some(delete)),
+            )
+            .await?;
+            let revision = header_revision(resp.header())?;
+            let prev = resp.take_prev_kvs().into_iter().next();
+            return match prev {
+                Some(kv) => Ok((self.key_value(kv)?, revision)),
+                None => Err(StorageError::NotFound(key.to_string())),
+            };
+        };
+        let txn = Txn::new()
+            .when([
+                Compare::mod_revision(k.clone(), CompareOp::Equal, rev_i64(expected)),
+                Compare::create_revision(k.clone(), CompareOp::Greater, 0),
+            ])
+            .and_then([TxnOp::delete(k.clone(), Some(delete))])
+            .or_else([TxnOp::get(k, None)]);
+        let resp = timed("a delete", REQUEST_TIMEOUT, 0, self.kv().txn(txn)).await?;
+        if !resp.succeeded() {
+            return Err(refusal(key, expected, &resp));
+        }
+        let revision = header_revision(resp.header())?;
+        let prev = resp.op_responses().into_iter().find_map(|r| match r {
+            TxnOpResponse::Delete(mut d) => d.take_prev_kvs().into_iter().next(),
+            _ => None,
+        });
+        match prev {
+            Some(kv) => Ok((self.key_value(kv)?, revision)),
+            None => Err(StorageError::NotFound(key.to_string())),
+        }
+    }
+
+    async fn current_revision(&self) -> Result<u64, StorageError> {
+        let options = GetOptions::new().with_count_only();
+        let probe = self.etcd_key(REGISTRY_ROOT)?;
+        let resp = timed(
+            "a read",
+            REQUEST_TIMEOUT,
+            0,
+            self.kv().get(probe, Some(options)),
+        )
+        .await?;
+        header_revision(resp.header())
+    }
+
+    async fn watch(&self, prefix: &str, after: u64) -> Result<EventReceiver, StorageError> {
+        let key = self.etcd_key(prefix)?;
+        let start = after + 1;
+        let mut stream = self.open_watch(&key, start).await?;
+        if self.compacted_before(&key, start).await? {
+            // etcd tells a compacted watch its compaction revision shortly after creating
+            // it; use that for the error when it comes in time.
+            let deadline = tokio::time::Instant::now() + COMPACTED_WAIT;
+            let mut oldest = start;
+            while let Ok(Ok(Some(resp))) = tokio::time::timeout_at(deadline, stream.message()).await
+            {
+                if resp.compact_revision() > 0 {
+                    oldest = rev_u64(resp.compact_revision());
+                    break;
+                }
+            }
+            return Err(StorageError::Expired {
+                requested: after,
+                oldest,
+            });
+        }
+        let (tx, rx) = mpsc::channel(WATCHER_BUFFER);
+        tokio::spawn(self.clone().forward(key, stream, after, tx));
+        Ok(rx)
+    }
+
+    async fn compact(&self, revision: u64) -> Result<(), StorageError> {
+        let mut kv = self.kv();
+        let call = kv.compact(rev_i64(revision), None);
+        match timed("a compaction", REQUEST_TIMEOUT, revision, call).await {
+            // Compacting at or below an earlier compaction changes nothing.
+            Ok(_) | Err(StorageError::Expired { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn health(&self) -> Result<(), StorageError> {
+        let options = GetOptions::new().with_count_only();
+        let probe = self.etcd_key(REGISTRY_ROOT)?;
+        timed(
+            "a health check",
+            HEALTH_TIMEOUT,
+            0,
+            self.kv().get(probe, Some(options)),
+        )
+        .await
+        .map(|_| ())
+    }
+}
+
+/// Why a guarded write was refused: the key is gone, or it moved on.
+fn refusal(key: &str, expected: u64, resp: &etcd_client::TxnResponse) -> StorageError {
+    let current = resp.op_responses().into_iter().find_map(|r| match r {
+        TxnOpResponse::Get(g) => g.kvs().first().map(|kv| rev_u64(kv.mod_revision())),
+        _ => None,
+    });
+    match current {
+        Some(current) => StorageError::Conflict {
+            key: key.to_string(),
+            current,
+            expected,
+        },
+        None => StorageError::NotFound(key.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_ends_and_prefixes() {
+        assert_eq!(prefix_end(b"/a/b/"), b"/a/b0".to_vec());
+        assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
+        assert_eq!(prefix_end(b"\xff\xff"), vec![0]);
+        assert_eq!(normalize_prefix("/registry"), "/registry");
+        assert_eq!(normalize_prefix("tenant/"), "/tenant");
+        assert_eq!(normalize_prefix("/"), "");
+    }
+}
