@@ -59,7 +59,7 @@ const PAGE: &str = r##"<!doctype html>
   details table { margin-top: 6px; }
   .ops td { font-family: ui-monospace, monospace; }
   .verb { font-weight: 600; text-transform: uppercase; }
-  #status { color: var(--muted); }
+  #status { color: rgba(255, 255, 255, .85); }
 </style>
 </head>
 <body>
@@ -216,10 +216,11 @@ async function load() {
         }
       }
     }
-    // Kinds with operations (served resources) first, then the rest; each by group-version.
-    kinds.sort((a, b) => (b.ops.length > 0) - (a.ops.length > 0) ||
-      (a.group === "" ? -1 : 0) - (b.group === "" ? -1 : 0) ||
-      apiVersion(a).localeCompare(apiVersion(b)) || a.kind.localeCompare(b.kind));
+    // The core group first, then by group-version; in each, served kinds (those with
+    // operations) before the rest (lists, options, events), then by name.
+    kinds.sort((a, b) => (a.group === "" ? -1 : 0) - (b.group === "" ? -1 : 0) ||
+      apiVersion(a).localeCompare(apiVersion(b)) ||
+      (b.ops.length > 0) - (a.ops.length > 0) || a.kind.localeCompare(b.kind));
     status.textContent = kinds.length + " kinds from " + docs.length + " OpenAPI documents";
     renderNav();
     fromHash();

@@ -49,51 +49,60 @@ pub fn workspace_root() -> PathBuf {
 ///
 /// When the build fails or the binary is not where it should be.
 pub fn server_binary() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(bin) = std::env::var_os("APISERVER_BIN").filter(|b| !b.is_empty()) {
-            return PathBuf::from(bin);
+    // A failed build is remembered too, so the other tests fail at once instead of
+    // each running cargo again.
+    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    match BIN.get_or_init(build_server) {
+        Ok(bin) => bin,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn build_server() -> Result<PathBuf, String> {
+    if let Some(bin) = std::env::var_os("APISERVER_BIN").filter(|b| !b.is_empty()) {
+        return Ok(PathBuf::from(bin));
+    }
+    let root = workspace_root();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(&cargo);
+    build
+        .args(["build", "-p", "apiserver", "--bin", "apiserver"])
+        .current_dir(&root)
+        .stdin(Stdio::null());
+    // `cargo test` gives this process the variables it sets for the tests crate
+    // (CARGO_MANIFEST_DIR, CARGO_PKG_*, ...). Build scripts that watch them (ring's
+    // does) would see a change and rebuild, then the next plain build rebuilds back:
+    // hand the inner cargo a clean environment instead.
+    for (key, _) in std::env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        if key == "OUT_DIR" || is_crate_variable(key) {
+            build.env_remove(key);
         }
-        let root = workspace_root();
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut build = Command::new(&cargo);
-        build
-            .args(["build", "-p", "apiserver", "--bin", "apiserver"])
-            .current_dir(&root);
-        // `cargo test` gives this process the variables it sets for the tests crate
-        // (CARGO_MANIFEST_DIR, CARGO_PKG_*, ...). Build scripts that watch them (ring's
-        // does) would see a change and rebuild, then the next plain build rebuilds back:
-        // hand the inner cargo a clean environment instead.
-        for (key, _) in std::env::vars_os() {
-            let Some(key) = key.to_str() else { continue };
-            if key == "OUT_DIR" || is_crate_variable(key) {
-                build.env_remove(key);
-            }
-        }
-        let output = build
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|e| panic!("running {cargo:?} build: {e}"));
-        assert!(
-            output.status.success(),
+    }
+    let output = build
+        .output()
+        .map_err(|e| format!("running {cargo:?} build: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
             "building the apiserver binary failed ({}):\n{}",
             output.status,
             String::from_utf8_lossy(&output.stderr)
-        );
-        let target_dir = match std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
-            Some(dir) => root.join(dir),
-            None => root.join("target"),
-        };
-        let bin = target_dir
-            .join("debug")
-            .join(format!("apiserver{}", std::env::consts::EXE_SUFFIX));
-        assert!(
-            bin.is_file(),
+        ));
+    }
+    let target_dir = match std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) => root.join(dir),
+        None => root.join("target"),
+    };
+    let bin = target_dir
+        .join("debug")
+        .join(format!("apiserver{}", std::env::consts::EXE_SUFFIX));
+    if !bin.is_file() {
+        return Err(format!(
             "the build succeeded but {} does not exist",
             bin.display()
-        );
-        bin
-    })
+        ));
+    }
+    Ok(bin)
 }
 
 /// Whether `key` is one of the variables cargo sets for the crate being run, rather than

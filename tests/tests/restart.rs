@@ -49,7 +49,7 @@ async fn objects_survive_a_restart() {
         )
         .await
         .expect("create ConfigMap");
-    let w = wds
+    let created = wds
         .create(
             &PostParams::default(),
             &DynamicObject::new("keep", &ar)
@@ -65,6 +65,7 @@ async fn objects_survive_a_restart() {
         )
         .await
         .expect("patch Widget status");
+    assert_eq!(w.metadata.uid, created.metadata.uid);
     first.kubectl_ok(&["create", "namespace", "team-a"]);
     first.stop();
     assert!(!first.is_running());

@@ -114,9 +114,190 @@ mod tests {
     use super::*;
 
     #[test]
+    fn object_meta() {
+        let ok = serde_json::json!({"metadata": {"labels": {"app.kubernetes.io/name": "x", "e": ""}, "annotations": {"a": "anything goes"}, "finalizers": ["example.com/f"], "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "n", "uid": "u"}]}});
+        assert!(validate_object_meta(&ok).is_empty());
+        let bad = serde_json::json!({"metadata": {"labels": {"bad key": "x", "k": "bad value!"}, "finalizers": ["/x"], "ownerReferences": [{"kind": "X"}]}});
+        let fields: Vec<String> = validate_object_meta(&bad)
+            .into_iter()
+            .map(|c| c.field)
+            .collect();
+        assert!(fields.contains(&"metadata.labels".to_string()));
+        assert!(fields.contains(&"metadata.finalizers[0]".to_string()));
+        assert!(fields.contains(&"metadata.ownerReferences[0].uid".to_string()));
+    }
+
+    #[test]
     fn names() {
         assert!(validate_name("metadata.name", "a.b-c", false).is_empty());
         assert_eq!(validate_name("metadata.name", "Bad_Name", false).len(), 1);
         assert_eq!(validate_name("metadata.name", "a.b", true).len(), 1);
     }
+}
+
+const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+/// kube-apiserver's limit on the total size of annotations.
+const TOTAL_ANNOTATION_SIZE: usize = 256 * 1024;
+
+fn is_name_part(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+}
+
+/// Problems with a qualified name (`[prefix/]name`), as kube-apiserver words them.
+fn qualified_name_errors(key: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let (prefix, name) = match key.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    if let Some(p) = prefix {
+        if p.is_empty() {
+            errs.push("prefix part must be non-empty".to_string());
+        } else if !p.split('.').all(is_label) || p.len() > 253 {
+            errs.push(format!("prefix part {}", DNS1123_SUBDOMAIN_MSG));
+        }
+    }
+    if name.is_empty() {
+        errs.push("name part must be non-empty".into());
+    } else {
+        if name.len() > 63 {
+            errs.push("name part must be no more than 63 characters".into());
+        }
+        if !is_name_part(name) {
+            errs.push(QUALIFIED_NAME_MSG.into());
+        }
+    }
+    errs
+}
+
+/// Validates labels, annotations, finalizers, ownerReferences and generateName.
+pub fn validate_object_meta(obj: &Value) -> Vec<StatusCause> {
+    let mut causes = Vec::new();
+    let meta = &obj["metadata"];
+    for (field, map) in [
+        ("labels", &meta["labels"]),
+        ("annotations", &meta["annotations"]),
+    ] {
+        let path = format!("metadata.{field}");
+        match map {
+            Value::Null => {}
+            Value::Object(m) => {
+                let mut total = 0;
+                for (k, v) in m {
+                    for e in qualified_name_errors(k) {
+                        causes.push(StatusCause::invalid(&path, k, &e));
+                    }
+                    let Some(v) = v.as_str() else {
+                        causes.push(StatusCause::invalid(
+                            &format!("{path}[{k}]"),
+                            &v.to_string(),
+                            "must be a string",
+                        ));
+                        continue;
+                    };
+                    total += k.len() + v.len();
+                    if field == "labels" {
+                        if v.len() > 63 {
+                            causes.push(StatusCause::invalid(
+                                &path,
+                                v,
+                                "must be no more than 63 characters",
+                            ));
+                        }
+                        if !v.is_empty() && !is_name_part(v) {
+                            causes.push(StatusCause::invalid(&path, v, LABEL_VALUE_MSG));
+                        }
+                    }
+                }
+                if field == "annotations" && total > TOTAL_ANNOTATION_SIZE {
+                    causes.push(StatusCause {
+                        reason: "FieldValueTooLong".into(),
+                        message: format!(
+                            "Too long: may not be more than {TOTAL_ANNOTATION_SIZE} bytes"
+                        ),
+                        field: path,
+                    });
+                }
+            }
+            other => causes.push(StatusCause::invalid(
+                &path,
+                &other.to_string(),
+                "must be a map of strings",
+            )),
+        }
+    }
+    match &meta["finalizers"] {
+        Value::Null => {}
+        Value::Array(items) => {
+            for (i, f) in items.iter().enumerate() {
+                let path = format!("metadata.finalizers[{i}]");
+                match f.as_str() {
+                    Some(s) => {
+                        for e in qualified_name_errors(s) {
+                            causes.push(StatusCause::invalid(&path, s, &e));
+                        }
+                    }
+                    None => causes.push(StatusCause::invalid(
+                        &path,
+                        &f.to_string(),
+                        "must be a string",
+                    )),
+                }
+            }
+        }
+        other => causes.push(StatusCause::invalid(
+            "metadata.finalizers",
+            &other.to_string(),
+            "must be a list of strings",
+        )),
+    }
+    match &meta["ownerReferences"] {
+        Value::Null => {}
+        Value::Array(refs) => {
+            let mut controllers = 0;
+            for (i, r) in refs.iter().enumerate() {
+                for f in ["apiVersion", "kind", "name", "uid"] {
+                    if r.get(f).and_then(Value::as_str).is_none_or(str::is_empty) {
+                        causes.push(StatusCause::required(
+                            &format!("metadata.ownerReferences[{i}].{f}"),
+                            "",
+                        ));
+                    }
+                }
+                if r.get("controller").and_then(Value::as_bool) == Some(true) {
+                    controllers += 1;
+                }
+            }
+            if controllers > 1 {
+                causes.push(StatusCause::invalid(
+                    "metadata.ownerReferences",
+                    "",
+                    "Only one reference can have Controller set to true",
+                ));
+            }
+        }
+        other => causes.push(StatusCause::invalid(
+            "metadata.ownerReferences",
+            &other.to_string(),
+            "must be a list",
+        )),
+    }
+    if let Some(g) = meta["generateName"].as_str().filter(|g| !g.is_empty()) {
+        // A prefix only needs to be valid once a suffix is added.
+        let probe = format!("{}a", g);
+        if !probe.split('.').all(is_label) {
+            causes.push(StatusCause::invalid(
+                "metadata.generateName",
+                g,
+                DNS1123_SUBDOMAIN_MSG,
+            ));
+        }
+    }
+    causes
 }

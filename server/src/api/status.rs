@@ -228,6 +228,20 @@ impl ApiError {
         Self::new(410, "Expired", message)
     }
 
+    /// 504 Timeout: a read asked for a revision the store has not reached.
+    pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
+        ApiError {
+            details: Some(
+                json!({ "causes": [{ "reason": "ResourceVersionTooLarge", "message": "Too large resource version" }], "retryAfterSeconds": 1 }),
+            ),
+            ..Self::new(
+                504,
+                "Timeout",
+                format!("Too large resource version: {requested}, current: {current}"),
+            )
+        }
+    }
+
     /// 500 InternalError: a server fault, never a client mistake.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(

@@ -176,6 +176,68 @@ fn with_warnings(mut resp: HttpResponse, warnings: &[String]) -> HttpResponse {
     resp
 }
 
+/// Checks `resourceVersion` / `resourceVersionMatch` of a get or list against the store.
+/// Reads are served at the current revision, which satisfies unset, "0" and
+/// NotOlderThan (when not in the future); Exact needs that revision to be current.
+async fn check_read_version(
+    state: &ApiState,
+    opts: &ReadOptions,
+    is_list: bool,
+) -> Result<(), ApiError> {
+    let rv = opts.resource_version.as_deref().filter(|s| !s.is_empty());
+    let rv_match = opts
+        .resource_version_match
+        .as_deref()
+        .filter(|s| !s.is_empty());
+    if is_list && rv_match.is_some() && rv.is_none() {
+        return Err(ApiError::invalid_options(
+            "resourceVersionMatch",
+            "\"\": resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ));
+    }
+    if is_list
+        && rv.is_some()
+        && opts
+            .continue_token
+            .as_deref()
+            .is_some_and(|c| !c.is_empty())
+    {
+        return Err(ApiError::invalid_options(
+            "resourceVersion",
+            "specifying resource version is not allowed when using continue",
+        ));
+    }
+    if let Some(m) = rv_match.filter(|m| !["Exact", "NotOlderThan"].contains(m)) {
+        return Err(ApiError::invalid_options(
+            "resourceVersionMatch",
+            &format!("{m:?}: supported values: \"Exact\", \"NotOlderThan\""),
+        ));
+    }
+    let Some(rv) = rv else { return Ok(()) };
+    let n: u64 = rv
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?;
+    if n == 0 {
+        if rv_match == Some("Exact") {
+            return Err(ApiError::invalid_options(
+                "resourceVersionMatch",
+                "\"Exact\": resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"",
+            ));
+        }
+        return Ok(());
+    }
+    let current = state.store.current_revision().await?;
+    if n > current {
+        return Err(ApiError::too_large_resource_version(n, current));
+    }
+    if rv_match == Some("Exact") && n != current {
+        return Err(ApiError::expired(format!(
+            "too old resource version: {n} ({current})"
+        )));
+    }
+    Ok(())
+}
+
 /// Parses the list options of a read (limit, continue, selectors).
 fn list_options(opts: &ReadOptions) -> Result<ListOptions, ApiError> {
     let labels = LabelSelector::parse(opts.label_selector.as_deref().unwrap_or_default())
@@ -258,6 +320,7 @@ pub async fn get(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
     let (res, route) = resource(&req, &state)?;
     let opts: ReadOptions = query(&req)?;
     let repr = representation(&req)?;
+    check_read_version(&state, &opts, false).await?;
     let obj = state
         .store
         .get(&res, namespace(&req).as_deref(), &name(&req))

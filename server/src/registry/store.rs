@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::strategy::strategy_for;
 use super::{managed_fields, schema};
-use crate::api::meta::{meta_str, metadata_mut, now_rfc3339, validate_name};
+use crate::api::meta::{meta_str, metadata_mut, now_rfc3339, validate_name, validate_object_meta};
 use crate::api::selectors::{labels_of, FieldSelector, LabelSelector};
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::ApiResource;
@@ -672,6 +672,7 @@ impl Store {
     fn validate(&self, res: &ApiResource, obj: &Value, name: &str) -> Result<(), ApiError> {
         let strategy = strategy_for(res);
         let mut causes = validate_name("metadata.name", name, strategy.name_is_label());
+        causes.extend(validate_object_meta(obj));
         causes.extend(schema::validate(obj, &res.schema));
         causes.extend(strategy.validate(obj));
         if causes.is_empty() {
