@@ -269,6 +269,9 @@ async fn serve_list(
     res: Arc<ApiResource>,
     opts: ReadOptions,
 ) -> Reply {
+    if !is_watch(&opts) {
+        check_read_version(&state, &opts, true).await?;
+    }
     let list_opts = list_options(&opts)?;
     let repr = representation(&req)?;
     if is_watch(&opts) {

@@ -1,0 +1,39 @@
+//! The harness itself: start-up output, failure reporting, stop.
+
+use apiserver_tests::TestServer;
+
+#[test]
+fn start_reports_url_and_kubeconfig() {
+    let mut s = TestServer::start();
+    assert_eq!(s.url(), format!("https://127.0.0.1:{}", s.port()));
+    assert!(s.kubeconfig().is_absolute());
+    assert!(s
+        .kubeconfig()
+        .starts_with(s.data_dir().canonicalize().expect("data dir exists")));
+    assert!(s.data_dir().join("certs").join("ca.crt").is_file());
+    assert!(s.is_running());
+    s.stop();
+    assert!(!s.is_running());
+    s.stop();
+}
+
+#[test]
+fn a_server_that_cannot_start_fails_loudly_with_its_stderr() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    // --data-dir pointing at a regular file is refused by flag validation.
+    let result = std::panic::catch_unwind(|| TestServer::start_in(file.path()));
+    let panic = result.err().expect("start_in should have panicked");
+    let message = panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    assert!(
+        message.contains("exited before printing `Admin kubeconfig:`"),
+        "{message}"
+    );
+    assert!(
+        message.contains("exists and is not a directory"),
+        "the server's stderr is missing from: {message}"
+    );
+}
