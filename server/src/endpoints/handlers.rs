@@ -20,6 +20,7 @@ use crate::catalog::ApiResource;
 use crate::registry::managed_fields::manager_name;
 use crate::registry::schema::prune;
 use crate::registry::store::{ListOptions, Target, WriteContext};
+use crate::registry::strategic_merge;
 
 type Reply = Result<HttpResponse, ApiError>;
 
@@ -426,17 +427,19 @@ pub async fn patch(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) ->
     enum Kind {
         Json(json_patch::Patch),
         Merge(Value),
+        Strategic(Value),
     }
     let patch = match content_type.as_str() {
         "application/json-patch+json" => Kind::Json(
             serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("the body of the request is not a valid JSON patch: {e}")))?,
         ),
         "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+            let strategic = content_type == "application/strategic-merge-patch+json";
             let v: Value = serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("the body of the request is not valid JSON: {e}")))?;
             if !v.is_object() {
                 return Err(ApiError::bad_request("a merge patch must be a JSON object"));
             }
-            Kind::Merge(v)
+            if strategic { Kind::Strategic(v) } else { Kind::Merge(v) }
         }
         other => {
             return Err(ApiError {
@@ -473,6 +476,10 @@ pub async fn patch(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) ->
                         details: None,
                     })?,
                     Kind::Merge(p) => json_patch::merge(&mut new, p),
+                    Kind::Strategic(p) => {
+                        new = strategic_merge::apply(&new, p, &res.schema)
+                            .map_err(ApiError::bad_request)?
+                    }
                 }
                 if !new.is_object() {
                     return Err(ApiError::bad_request(

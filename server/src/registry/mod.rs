@@ -5,6 +5,7 @@
 pub mod managed_fields;
 pub mod schema;
 pub mod store;
+pub mod strategic_merge;
 pub mod strategy;
 
 pub use store::Store;
