@@ -11,8 +11,26 @@ need_kubectl() {
   command -v kubectl >/dev/null 2>&1 || { echo "kubectl is still not on PATH" >&2; exit 1; }
 }
 
+# tests/tests/discovery.rs validates the generated OpenAPI documents with it.
+need_openapi_spec_validator() {
+  if python3 -c 'import openapi_spec_validator' >/dev/null 2>&1; then return; fi
+  echo "==> openapi-spec-validator not found; installing it from PyPI"
+  python3 -m pip install --quiet openapi-spec-validator
+}
+
+# tests/tests/discovery.rs renders /docs in headless Chromium.
+need_chromium() {
+  if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then return; fi
+  echo "==> chromium not found; installing it (apt-get)"
+  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+}
+
 need_kubectl
 echo "==> kubectl: $(kubectl version --client 2>/dev/null | head -n1)"
+need_openapi_spec_validator
+need_chromium
 
 echo "==> cargo fmt --check"
 cargo fmt --all -- --check

@@ -142,14 +142,20 @@ fn field_validation(
     res: &ApiResource,
     obj: &mut Value,
     mode: Option<&str>,
+    duplicates: &[String],
 ) -> Result<Vec<String>, ApiError> {
     let unknown = prune(obj, &res.schema);
+    let problems: Vec<String> = duplicates
+        .iter()
+        .map(|f| format!("duplicate field \"{f}\""))
+        .chain(unknown.iter().map(|f| format!("unknown field \"{f}\"")))
+        .collect();
     match mode.unwrap_or("Warn") {
         "Ignore" => Ok(vec![]),
-        "Warn" => Ok(unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect()),
-        "Strict" if unknown.is_empty() => Ok(vec![]),
+        "Warn" => Ok(problems),
+        "Strict" if problems.is_empty() => Ok(vec![]),
         "Strict" => {
-            let list: Vec<String> = unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect();
+            let list = problems;
             Err(ApiError::bad_request(format!(
                 "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
                 res.def.kind,
@@ -159,6 +165,14 @@ fn field_validation(
             )))
         }
         other => Err(ApiError::bad_request(format!("fieldValidation: Unsupported value: {other:?}: supported values: \"Ignore\", \"Warn\", \"Strict\""))),
+    }
+}
+
+/// Duplicate keys of a JSON body (other encodings cannot carry them through our decoders).
+fn body_duplicates(req: &HttpRequest, body: &[u8]) -> Vec<String> {
+    match super::negotiation::content_type(req).as_str() {
+        "" | "application/json" => super::duplicates::duplicate_fields(body),
+        _ => Vec::new(),
     }
 }
 
@@ -363,7 +377,12 @@ pub async fn create(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
             return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
         }
     }
-    let warnings = field_validation(&res, &mut obj, opts.field_validation.as_deref())?;
+    let warnings = field_validation(
+        &res,
+        &mut obj,
+        opts.field_validation.as_deref(),
+        &body_duplicates(&req, &body),
+    )?;
     let created = state
         .store
         .create(&res, ns.as_deref(), obj, &write_context(&req, &opts)?)
@@ -402,7 +421,12 @@ pub async fn update(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
             return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
         }
     }
-    let warnings = field_validation(&res, &mut obj, opts.field_validation.as_deref())?;
+    let warnings = field_validation(
+        &res,
+        &mut obj,
+        opts.field_validation.as_deref(),
+        &body_duplicates(&req, &body),
+    )?;
     let updated = state
         .store
         .update(
@@ -490,7 +514,7 @@ pub async fn patch(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) ->
                     return apply_scale(&res, old, &new);
                 }
                 super::negotiation::check_type_meta(&new, &res)?;
-                let w = field_validation(&res, &mut new, mode.as_deref())?;
+                let w = field_validation(&res, &mut new, mode.as_deref(), &[])?;
                 *warnings.lock().unwrap_or_else(|e| e.into_inner()) = w;
                 Ok(new)
             },

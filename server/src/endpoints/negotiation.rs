@@ -137,7 +137,12 @@ pub fn representation(req: &HttpRequest) -> Result<Representation, ApiError> {
     Err(ApiError::not_acceptable(accept))
 }
 
-/// Writes `value` as JSON (pretty with `?pretty=true`) or YAML.
+/// Responses larger than this are gzip-compressed when the client accepts it (as
+/// kube-apiserver does; small ones are not worth the CPU).
+const GZIP_THRESHOLD: usize = 128 * 1024;
+
+/// Writes `value` as JSON (pretty with `?pretty=true`) or YAML, gzip-compressed when
+/// large and the client accepts gzip.
 pub fn respond(
     req: &HttpRequest,
     status: u16,
@@ -150,19 +155,47 @@ pub fn respond(
         .query_string()
         .split('&')
         .any(|kv| kv == "pretty=true" || kv == "pretty=1");
-    match repr {
-        Representation::Yaml => HttpResponse::build(status)
-            .content_type("application/yaml")
-            .body(serde_yaml::to_string(value).unwrap_or_default()),
+    let (content_type, body) = match repr {
+        Representation::Yaml => (
+            "application/yaml",
+            serde_yaml::to_string(value)
+                .unwrap_or_default()
+                .into_bytes(),
+        ),
         _ => {
             let body = if pretty {
                 serde_json::to_vec_pretty(value)
             } else {
                 serde_json::to_vec(value)
             };
-            HttpResponse::build(status)
-                .content_type("application/json")
-                .body(body.unwrap_or_default())
+            ("application/json", body.unwrap_or_default())
+        }
+    };
+    let mut resp = HttpResponse::build(status);
+    resp.content_type(content_type);
+    if body.len() > GZIP_THRESHOLD && accepts_gzip(req) {
+        use std::io::Write;
+        let mut enc = flate2::write::GzEncoder::new(
+            Vec::with_capacity(body.len() / 4),
+            flate2::Compression::fast(),
+        );
+        if enc.write_all(&body).is_ok() {
+            if let Ok(gz) = enc.finish() {
+                return resp
+                    .insert_header((header::CONTENT_ENCODING, "gzip"))
+                    .body(gz);
+            }
         }
     }
+    resp.body(body)
+}
+
+fn accepts_gzip(req: &HttpRequest) -> bool {
+    req.headers()
+        .get(header::ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(',')
+                .any(|e| e.trim().split(';').next() == Some("gzip"))
+        })
 }
