@@ -3,6 +3,7 @@
 //! 1. panic recovery — a bug in any later stage becomes a 500 Status, never a dropped
 //!    connection or a dead worker;
 //! 2. request logging (the seat of audit) — sees every request, including rejected ones;
+//!    inside it, framework errors (oversized bodies, ...) are turned into `Status`;
 //! 3. authentication, impersonation, max-in-flight and authorization come next, in that
 //!    order (identity before policy, limits before work); they are not built yet;
 //! 4. admission runs inside the handlers, after decoding.
@@ -47,4 +48,43 @@ pub async fn log_requests(
     };
     tracing::info!(target: "apiserver::http", %method, %path, status, latency_ms = start.elapsed().as_secs_f64() * 1000.0);
     resp.map(ServiceResponse::map_into_boxed_body)
+}
+
+/// Errors raised by the HTTP framework itself (body over the size limit, malformed
+/// request) leave as a `Status` too, like every other failure.
+pub async fn errors_as_status(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let resp = next.call(req).await?;
+    let is_json = resp
+        .headers()
+        .get(actix_web::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let Some(err) = resp.response().error() else {
+        return Ok(resp.map_into_boxed_body());
+    };
+    if is_json {
+        return Ok(resp.map_into_boxed_body());
+    }
+    let status = resp.status();
+    let message = err.to_string();
+    let api = match status.as_u16() {
+        413 => ApiError::too_large(crate::endpoints::negotiation::MAX_BODY_BYTES),
+        400 => ApiError::bad_request(message),
+        404 => ApiError::path_not_found(resp.request().path()),
+        405 => ApiError::method_not_allowed(),
+        415 => ApiError::unsupported_media_type(&message),
+        code if code >= 500 => ApiError::internal(message),
+        code => ApiError {
+            code,
+            ..ApiError::bad_request(message)
+        },
+    };
+    let (req, _) = resp.into_parts();
+    Ok(ServiceResponse::new(
+        req,
+        actix_web::ResponseError::error_response(&api),
+    ))
 }

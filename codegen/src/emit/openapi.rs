@@ -1006,3 +1006,87 @@ fn v2_schema(s: &Value) -> Value {
         other => other.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn int_or_string_gets_any_of_and_builtin_keyed_lists_a_patch_strategy() {
+        let mut s = json!({
+            "type": "object",
+            "properties": {
+                "size": { "x-kubernetes-int-or-string": true },
+                "ports": { "type": "array", "items": { "type": "object" }, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port"] },
+                "pairs": { "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["a", "b"] },
+            },
+        });
+        let mut custom = s.clone();
+        decorate(&mut s, true);
+        assert_eq!(
+            s["properties"]["size"]["anyOf"],
+            json!([{ "type": "integer" }, { "type": "string" }])
+        );
+        assert_eq!(
+            s["properties"]["ports"]["x-kubernetes-patch-merge-key"],
+            "port"
+        );
+        assert_eq!(
+            s["properties"]["ports"]["x-kubernetes-patch-strategy"],
+            "merge"
+        );
+        // Two keys: strategic merge has a single merge key, so no strategy.
+        assert!(s["properties"]["pairs"]
+            .get("x-kubernetes-patch-strategy")
+            .is_none());
+        decorate(&mut custom, false);
+        assert!(custom["properties"]["ports"]
+            .get("x-kubernetes-patch-strategy")
+            .is_none());
+        assert!(custom["properties"]["size"].get("anyOf").is_some());
+    }
+
+    #[test]
+    fn v2_schemas_use_definitions_and_drop_what_swagger_lacks() {
+        let v3 = json!({
+            "nullable": true,
+            "anyOf": [{ "type": "integer" }],
+            "properties": {
+                "nullable": { "allOf": [{ "$ref": "#/components/schemas/X" }] },
+                "m": { "additionalProperties": { "$ref": "#/components/schemas/Y" } },
+            },
+        });
+        assert_eq!(
+            v2_schema(&v3),
+            json!({
+                "x-nullable": true,
+                "properties": {
+                    "nullable": { "allOf": [{ "$ref": "#/definitions/X" }] },
+                    "m": { "additionalProperties": { "$ref": "#/definitions/Y" } },
+                },
+            })
+        );
+    }
+
+    #[test]
+    fn v2_operations_carry_body_parameters_consumes_and_produces() {
+        let op = json!({
+            "description": "create a Thing",
+            "parameters": [{ "name": "dryRun", "in": "query", "description": "d", "schema": { "type": "string" } }],
+            "requestBody": { "content": { "*/*": { "schema": { "$ref": "#/components/schemas/T" } } }, "required": true },
+            "responses": { "201": { "description": "Created", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/T" } } } } },
+        });
+        let v2 = v2_operation(&op);
+        assert_eq!(v2["consumes"], json!(["*/*"]));
+        assert_eq!(v2["produces"], json!(["application/json"]));
+        assert_eq!(
+            v2["parameters"][0],
+            json!({ "name": "body", "in": "body", "required": true, "schema": { "$ref": "#/definitions/T" } })
+        );
+        assert_eq!(v2["parameters"][1]["type"], "string");
+        assert_eq!(
+            v2["responses"]["201"],
+            json!({ "description": "Created", "schema": { "$ref": "#/definitions/T" } })
+        );
+    }
+}

@@ -248,6 +248,11 @@ impl Lower<'_> {
             if let Some(d) = doc(&f.attrs) {
                 fs.description = Some(d);
             }
+            if fa.default && !optional {
+                // `#[serde(default)]` reads a missing field as the type's zero value;
+                // publish it as the schema default, as schemars does.
+                fs.default = zero_value(&fs);
+            }
             if !optional && !fa.default && !container.default {
                 s.required.push(name.clone());
             }
@@ -349,6 +354,20 @@ impl Lower<'_> {
                 .with_help("use String, bool, i32, i64, f64, Vec<T>, BTreeMap<String, T>, Option<T>, serde_json::Value, or a struct or enum defined in this file"),
         );
         Schema::default()
+    }
+}
+
+/// `Default::default()` of a lowered type, when it is a plain JSON value.
+fn zero_value(s: &Schema) -> Option<serde_json::Value> {
+    use serde_json::json;
+    match s.type_.as_deref() {
+        Some("integer") => Some(json!(0)),
+        Some("number") => Some(json!(0.0)),
+        Some("boolean") => Some(json!(false)),
+        Some("string") if s.enum_values.is_empty() => Some(json!("")),
+        Some("array") => Some(json!([])),
+        Some("object") if s.properties.is_empty() => Some(json!({})),
+        _ => None,
     }
 }
 

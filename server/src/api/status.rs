@@ -29,11 +29,25 @@ impl StatusCause {
         }
     }
 
-    /// `FieldValueRequired` at `field`.
+    /// `FieldValueRequired` at `field`; `detail` may be empty.
     pub fn required(field: &str, detail: &str) -> Self {
+        let message = if detail.is_empty() {
+            "Required value".to_string()
+        } else {
+            format!("Required value: {detail}")
+        };
         StatusCause {
             reason: "FieldValueRequired".into(),
-            message: format!("Required value: {detail}"),
+            message,
+            field: field.into(),
+        }
+    }
+
+    /// `FieldValueDuplicate` at `field`.
+    pub fn duplicate(field: &str, value: &str) -> Self {
+        StatusCause {
+            reason: "FieldValueDuplicate".into(),
+            message: format!("Duplicate value: {value}"),
             field: field.into(),
         }
     }
@@ -158,15 +172,19 @@ impl ApiError {
             format!("[{}]", list.join(", "))
         };
         let mut details = json!({ "name": name, "kind": res.def.kind, "causes": causes });
-        if !res.def.group.is_empty() {
+        // The qualified GroupKind, as kube-apiserver names it: `Widget.example.dev`.
+        let kind = if res.def.group.is_empty() {
+            res.def.kind.to_string()
+        } else {
             details["group"] = json!(res.def.group);
-        }
+            format!("{}.{}", res.def.kind, res.def.group)
+        };
         ApiError {
             details: Some(details),
             ..Self::new(
                 422,
                 "Invalid",
-                format!("{} \"{name}\" is invalid: {joined}", res.def.kind),
+                format!("{kind} \"{name}\" is invalid: {joined}"),
             )
         }
     }

@@ -59,11 +59,86 @@ pub fn decode_body(req: &HttpRequest, body: &[u8], res: &ApiResource) -> Result<
         ));
     }
     check_type_meta(&value, res)?;
-    Ok(value)
+    check_meta_types(&value).map_err(|why| {
+        ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {why}",
+            res.def.kind, res.def.version, res.def.kind
+        ))
+    })?;
+    Ok(with_type_meta(value, res))
+}
+
+/// The object with `kind`, `apiVersion` and `metadata` first and set to this resource's
+/// (a client may leave them out: the URL names the type).
+pub fn with_type_meta(value: Value, res: &ApiResource) -> Value {
+    let Value::Object(mut rest) = value else {
+        return value;
+    };
+    let mut out = serde_json::Map::new();
+    out.insert("kind".into(), Value::String(res.def.kind.to_string()));
+    out.insert("apiVersion".into(), Value::String(res.api_version()));
+    rest.remove("kind");
+    rest.remove("apiVersion");
+    out.insert(
+        "metadata".into(),
+        rest.remove("metadata")
+            .unwrap_or_else(|| Value::Object(Default::default())),
+    );
+    out.extend(rest);
+    Value::Object(out)
+}
+
+/// ObjectMeta's fields have fixed JSON types; anything else is a decoding error (400).
+fn check_meta_types(obj: &Value) -> Result<(), String> {
+    let meta = match obj.get("metadata") {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err("metadata must be an object".into()),
+    };
+    for (k, v) in meta {
+        let ok = match k.as_str() {
+            "name" | "generateName" | "namespace" | "uid" | "resourceVersion" | "selfLink" => {
+                v.is_string() || v.is_null()
+            }
+            "generation" | "deletionGracePeriodSeconds" => v.is_i64() || v.is_u64() || v.is_null(),
+            "creationTimestamp" | "deletionTimestamp" => v.is_string() || v.is_null(),
+            "labels" | "annotations" => {
+                v.is_null()
+                    || v.as_object()
+                        .is_some_and(|m| m.values().all(Value::is_string))
+            }
+            "finalizers" => {
+                v.is_null() || v.as_array().is_some_and(|a| a.iter().all(Value::is_string))
+            }
+            "ownerReferences" | "managedFields" => {
+                v.is_null() || v.as_array().is_some_and(|a| a.iter().all(Value::is_object))
+            }
+            _ => true,
+        };
+        if !ok {
+            let want = match k.as_str() {
+                "labels" | "annotations" => "a map of strings",
+                "finalizers" => "a list of strings",
+                "ownerReferences" | "managedFields" => "a list of objects",
+                "generation" | "deletionGracePeriodSeconds" => "an integer",
+                _ => "a string",
+            };
+            return Err(format!("metadata.{k} must be {want}"));
+        }
+    }
+    Ok(())
 }
 
 /// apiVersion and kind, when given, must name this resource.
 pub fn check_type_meta(obj: &Value, res: &ApiResource) -> Result<(), ApiError> {
+    for f in ["kind", "apiVersion"] {
+        if obj.get(f).is_some_and(|v| !v.is_string() && !v.is_null()) {
+            return Err(ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: {f} must be a string",
+                res.def.kind
+            )));
+        }
+    }
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
     let api_version = obj
         .get("apiVersion")

@@ -286,6 +286,57 @@ fn validate_value(v: &Value, schema: &Value, path: &str, causes: &mut Vec<Status
                     validate_value(child, is, &format!("{path}[{i}]"), causes);
                 }
             }
+            check_list_uniqueness(items, schema, path, causes);
+        }
+        _ => {}
+    }
+}
+
+/// `set` lists hold distinct values and `map` lists distinct keys.
+fn check_list_uniqueness(
+    items: &[Value],
+    schema: &Value,
+    path: &str,
+    causes: &mut Vec<StatusCause>,
+) {
+    match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
+        Some("set") => {
+            for (i, v) in items.iter().enumerate() {
+                if items[..i].contains(v) {
+                    causes.push(StatusCause::duplicate(
+                        &format!("{path}[{i}]"),
+                        &v.to_string(),
+                    ));
+                }
+            }
+        }
+        Some("map") => {
+            let keys: Vec<&str> = schema
+                .get("x-kubernetes-list-map-keys")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let key_of = |v: &Value| -> Vec<Value> {
+                keys.iter()
+                    .map(|k| v.get(*k).cloned().unwrap_or(Value::Null))
+                    .collect()
+            };
+            for (i, v) in items.iter().enumerate() {
+                let k = key_of(v);
+                if items[..i].iter().any(|o| key_of(o) == k) {
+                    let shown: Vec<String> = keys
+                        .iter()
+                        .zip(&k)
+                        .map(|(n, v)| format!("{n:?}:{v}"))
+                        .collect();
+                    causes.push(StatusCause::duplicate(
+                        &format!("{path}[{i}]"),
+                        &format!("map[string]interface {{}}{{{}}}", shown.join(", ")),
+                    ));
+                }
+            }
         }
         _ => {}
     }

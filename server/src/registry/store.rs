@@ -334,6 +334,12 @@ impl Store {
                 )],
             ));
         }
+        if res.def.status_subresource {
+            // Status is written only through /status.
+            if let Some(m) = obj.as_object_mut() {
+                m.remove("status");
+            }
+        }
         strategy.prepare_for_create(&mut obj);
         schema::apply_defaults(&mut obj, &res.schema);
         {
@@ -460,7 +466,14 @@ impl Store {
         if target == Target::Status {
             // The status endpoint changes status only.
             let mut merged = old.clone();
-            merged["status"] = obj.get("status").cloned().unwrap_or(Value::Null);
+            match obj.get("status") {
+                Some(st) => merged["status"] = st.clone(),
+                None => {
+                    if let Some(m) = merged.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
             obj = merged;
         } else if res.def.status_subresource {
             // With a status subresource, the main endpoint ignores status changes.

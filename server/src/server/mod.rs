@@ -116,6 +116,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
             // Link 1: the aggregator sees every request first.
             .wrap(from_fn(chain::aggregator))
             // Filters, innermost first (see `filters`): logging, then panic recovery outermost.
+            .wrap(from_fn(filters::errors_as_status))
             .wrap(from_fn(filters::log_requests))
             .wrap(from_fn(filters::recover_panics))
     });
