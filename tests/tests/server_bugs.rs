@@ -341,3 +341,73 @@ async fn invalid_message_qualifies_the_kind_with_its_group() {
         resp.text
     );
 }
+
+/// The `managedFields` entry a /status write records (`subresource: "status"`) belongs
+/// to the status manager; kube-apiserver keeps it through main-endpoint writes, and a
+/// main-endpoint patch that only touches (ignored) status is a no-op with the same
+/// resourceVersion. The server drops the status entry on the next main-endpoint write,
+/// so that "no-op" patch is a real write with a new resourceVersion.
+#[tokio::test(flavor = "multi_thread")]
+async fn main_endpoint_writes_keep_the_status_managers_fields() {
+    let s = TestServer::start();
+    let c = s.client().await;
+    let w = r#"{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"color":"red","replicas":2}}"#;
+    let resp = raw_request(&c, "POST", WIDGETS, JSON, w).await;
+    assert_eq!(resp.status, 201, "{}", resp.text);
+    let merge = Some("application/merge-patch+json");
+    let after_status = raw_request(
+        &c,
+        "PATCH",
+        &format!("{WIDGETS}/w/status"),
+        merge,
+        r#"{"status":{"replicas":3}}"#,
+    )
+    .await;
+    assert_eq!(after_status.status, 200, "{}", after_status.text);
+    let has_status_entry = |obj: &Value| {
+        obj["metadata"]["managedFields"]
+            .as_array()
+            .is_some_and(|entries| entries.iter().any(|e| e["subresource"] == "status"))
+    };
+    assert!(
+        has_status_entry(&after_status.json),
+        "the /status write recorded no managedFields entry: {}",
+        after_status.text
+    );
+
+    let ignored = raw_request(
+        &c,
+        "PATCH",
+        &format!("{WIDGETS}/w"),
+        merge,
+        r#"{"status":{"replicas":99}}"#,
+    )
+    .await;
+    assert_eq!(ignored.status, 200, "{}", ignored.text);
+    assert_eq!(ignored.json["status"]["replicas"], 3, "{}", ignored.text);
+    assert!(
+        has_status_entry(&ignored.json),
+        "the status manager's entry was dropped: {}",
+        ignored.text
+    );
+    assert_eq!(
+        ignored.json["metadata"]["resourceVersion"],
+        after_status.json["metadata"]["resourceVersion"],
+        "a patch that changes nothing was written"
+    );
+
+    let spec_change = raw_request(
+        &c,
+        "PATCH",
+        &format!("{WIDGETS}/w"),
+        merge,
+        r#"{"spec":{"replicas":4}}"#,
+    )
+    .await;
+    assert_eq!(spec_change.status, 200, "{}", spec_change.text);
+    assert!(
+        has_status_entry(&spec_change.json),
+        "the status manager's entry was dropped by a spec write: {}",
+        spec_change.text
+    );
+}

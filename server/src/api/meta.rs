@@ -109,32 +109,6 @@ pub fn validate_name(field: &str, name: &str, label_only: bool) -> Vec<StatusCau
     causes
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn object_meta() {
-        let ok = serde_json::json!({"metadata": {"labels": {"app.kubernetes.io/name": "x", "e": ""}, "annotations": {"a": "anything goes"}, "finalizers": ["example.com/f"], "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "n", "uid": "u"}]}});
-        assert!(validate_object_meta(&ok).is_empty());
-        let bad = serde_json::json!({"metadata": {"labels": {"bad key": "x", "k": "bad value!"}, "finalizers": ["/x"], "ownerReferences": [{"kind": "X"}]}});
-        let fields: Vec<String> = validate_object_meta(&bad)
-            .into_iter()
-            .map(|c| c.field)
-            .collect();
-        assert!(fields.contains(&"metadata.labels".to_string()));
-        assert!(fields.contains(&"metadata.finalizers[0]".to_string()));
-        assert!(fields.contains(&"metadata.ownerReferences[0].uid".to_string()));
-    }
-
-    #[test]
-    fn names() {
-        assert!(validate_name("metadata.name", "a.b-c", false).is_empty());
-        assert_eq!(validate_name("metadata.name", "Bad_Name", false).len(), 1);
-        assert_eq!(validate_name("metadata.name", "a.b", true).len(), 1);
-    }
-}
-
 const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 /// kube-apiserver's limit on the total size of annotations.
@@ -300,4 +274,30 @@ pub fn validate_object_meta(obj: &Value) -> Vec<StatusCause> {
         }
     }
     causes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_meta() {
+        let ok = serde_json::json!({"metadata": {"labels": {"app.kubernetes.io/name": "x", "e": ""}, "annotations": {"a": "anything goes"}, "finalizers": ["example.com/f"], "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "n", "uid": "u"}]}});
+        assert!(validate_object_meta(&ok).is_empty());
+        let bad = serde_json::json!({"metadata": {"labels": {"bad key": "x", "k": "bad value!"}, "finalizers": ["/x"], "ownerReferences": [{"kind": "X"}]}});
+        let fields: Vec<String> = validate_object_meta(&bad)
+            .into_iter()
+            .map(|c| c.field)
+            .collect();
+        assert!(fields.contains(&"metadata.labels".to_string()));
+        assert!(fields.contains(&"metadata.finalizers[0]".to_string()));
+        assert!(fields.contains(&"metadata.ownerReferences[0].uid".to_string()));
+    }
+
+    #[test]
+    fn names() {
+        assert!(validate_name("metadata.name", "a.b-c", false).is_empty());
+        assert_eq!(validate_name("metadata.name", "Bad_Name", false).len(), 1);
+        assert_eq!(validate_name("metadata.name", "a.b", true).len(), 1);
+    }
 }
