@@ -33,6 +33,7 @@ pub const RESOURCE_KEYS: &[&str] = &[
     "status",
     "scale",
     "printcolumn",
+    "selectable_fields",
 ];
 const SCALE_KEYS: &[&str] = &[
     "spec_replicas_path",
@@ -105,6 +106,7 @@ pub struct ResourceAttrs {
     pub status: bool,
     pub scale: Option<ScaleSubresource>,
     pub printer_columns: Vec<PrinterColumn>,
+    pub selectable_fields: Vec<String>,
 }
 
 /// Parses every `#[resource(...)]` in `attrs`. `item_span` is where "missing key" errors
@@ -157,6 +159,7 @@ pub fn parse_resource_attrs(
                 }
                 "shortnames" => out.short_names.extend(str_list(&meta, &mut errors)),
                 "categories" => out.categories.extend(str_list(&meta, &mut errors)),
+                "selectable_fields" => out.selectable_fields.extend(str_list(&meta, &mut errors)),
                 "status" => out.status |= flag(&meta, &mut errors),
                 "scale" => {
                     if let Some(s) = parse_scale(&meta, &mut errors) {

@@ -28,6 +28,9 @@ pub struct ResourceDef {
     pub schema: Schema,
     pub subresources: Subresources,
     pub printer_columns: Vec<PrinterColumn>,
+    /// JSON paths (`.spec.color`) usable in field selectors besides `metadata.name` and
+    /// `metadata.namespace`, as a CRD's `selectableFields`.
+    pub selectable_fields: Vec<String>,
 }
 
 /// Which definition format a resource came from.

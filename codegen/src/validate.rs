@@ -87,6 +87,7 @@ pub fn validate(defs: &[ResourceDef], diags: &mut Diagnostics) {
             ));
         }
 
+        check_selectable_fields(d, diags);
         validate_parts(
             &d.schema,
             &d.printer_columns,
@@ -161,6 +162,43 @@ pub fn validate_parts(
                 ),
                 "e.g. `.status.replicas`",
             ));
+        }
+    }
+}
+
+/// Selectable fields must name a scalar field the schema declares (as CRDs require).
+fn check_selectable_fields(d: &ResourceDef, diags: &mut Diagnostics) {
+    for path in &d.selectable_fields {
+        let err = |msg: String| Diagnostic::new(d.location.clone(), msg);
+        let Some(rest) = path.strip_prefix('.') else {
+            diags.push(
+                err(format!("selectable field `{path}` must start with `.`"))
+                    .with_help("e.g. `.spec.color`"),
+            );
+            continue;
+        };
+        let mut s = &d.schema;
+        let mut found = true;
+        for part in rest.split('.') {
+            match s.properties.iter().find(|(k, _)| k == part) {
+                Some((_, child)) => s = child,
+                None => {
+                    found = false;
+                    break;
+                }
+            }
+        }
+        if !found {
+            diags.push(
+                err(format!(
+                    "selectable field `{path}` is not a field of the schema"
+                ))
+                .with_help("name a declared property, e.g. `.spec.color`"),
+            );
+        } else if !matches!(s.type_.as_deref(), Some("string" | "integer" | "boolean")) {
+            diags.push(err(format!(
+                "selectable field `{path}` must be a string, integer or boolean"
+            )));
         }
     }
 }

@@ -20,6 +20,9 @@ pub struct ResourceDefinition {
     pub status_subresource: bool,
     pub scale: Option<ScaleDefinition>,
     pub printer_columns: &'static [PrinterColumnDefinition],
+    /// Fields (JSON paths without the leading dot) usable in field selectors besides
+    /// `metadata.name` and `metadata.namespace`.
+    pub selectable_fields: &'static [&'static str],
     /// OpenAPI v3 schema of the kind's own fields, JSON, with `x-protobuf-field` numbers.
     pub schema: &'static str,
     /// The definition file it came from.

@@ -86,12 +86,9 @@ fn create_from_file_and_list_both() {
     assert_eq!(out.trim(), "configmap/from-file created");
 
     let table = s.kubectl_ok(&["get", "cm"]);
-    // kube-apiserver also prints a DATA count column; this server prints NAME and AGE.
-    let head = header(&table);
-    assert_eq!(head.first(), Some(&"NAME"), "{table}");
-    assert_eq!(head.last(), Some(&"AGE"), "{table}");
-    row(&table, "x");
-    row(&table, "from-file");
+    assert_eq!(header(&table), ["NAME", "DATA", "AGE"], "{table}");
+    assert_eq!(row(&table, "x")[1], "1", "{table}");
+    assert_eq!(row(&table, "from-file")[1], "1", "{table}");
 
     let names = s.kubectl_ok(&["get", "configmaps", "-o", "name"]);
     let mut names: Vec<&str> = names.lines().collect();
@@ -111,6 +108,9 @@ fn create_secret_generic_is_base64_and_opaque() {
     assert_eq!(data, "dg==", "base64 of \"v\"");
     let ty = s.kubectl_ok(&["get", "secret", "s", "-o", "jsonpath={.type}"]);
     assert_eq!(ty, "Opaque");
+    let table = s.kubectl_ok(&["get", "secrets"]);
+    assert_eq!(header(&table), ["NAME", "TYPE", "DATA", "AGE"], "{table}");
+    assert_eq!(&row(&table, "s")[..3], ["s", "Opaque", "1"], "{table}");
 }
 
 #[test]

@@ -411,3 +411,50 @@ async fn main_endpoint_writes_keep_the_status_managers_fields() {
         spec_change.text
     );
 }
+
+/// kube-apiserver's selectable fields include `status.phase` for namespaces and `type`
+/// for secrets (besides metadata.name/namespace), so `kubectl get ns --field-selector
+/// status.phase=Active` and `kubectl get secrets --field-selector type=Opaque` list
+/// objects. The server answers 400 `field label not supported: status.phase` / `type`.
+#[test]
+fn kind_specific_field_selectors_are_supported() {
+    let s = TestServer::start();
+    s.kubectl_ok(&["create", "secret", "generic", "s", "--from-literal=a=b"]);
+    let mut failures = Vec::new();
+    for (args, want) in [
+        (
+            [
+                "get",
+                "ns",
+                "--field-selector",
+                "status.phase=Active",
+                "-o",
+                "name",
+            ],
+            "namespace/default",
+        ),
+        (
+            [
+                "get",
+                "secrets",
+                "--field-selector",
+                "type=Opaque",
+                "-o",
+                "name",
+            ],
+            "secret/s",
+        ),
+    ] {
+        let out = s.kubectl(&args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() || !stdout.lines().any(|l| l == want) {
+            failures.push(format!(
+                "kubectl {}: {}{}",
+                args.join(" "),
+                stdout,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -51,6 +51,10 @@ fn entry(d: &ResourceDef) -> TokenStream {
         let description = opt(&c.description);
         quote!(PrinterColumnDefinition { name: #name, type_: #type_, format: #format, description: #description, priority: #priority, json_path: #json_path })
     });
+    let selectable = d
+        .selectable_fields
+        .iter()
+        .map(|p| p.trim_start_matches('.').to_string());
     let schema =
         serde_json::to_string(&d.schema.to_json(true)).expect("JSON values always serialize");
     let source = d.location.file.as_str();
@@ -68,6 +72,7 @@ fn entry(d: &ResourceDef) -> TokenStream {
             status_subresource: #status,
             scale: #scale,
             printer_columns: &[#(#columns),*],
+            selectable_fields: &[#(#selectable),*],
             schema: #schema,
             source: #source,
         }

@@ -88,6 +88,7 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Vec<ResourceDef>
                 scale: attrs.scale,
             },
             printer_columns: attrs.printer_columns,
+            selectable_fields: attrs.selectable_fields,
         });
     }
     out

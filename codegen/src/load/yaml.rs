@@ -23,6 +23,7 @@ const TOP_KEYS: &[&str] = &[
     "schema",
     "subresources",
     "additionalPrinterColumns",
+    "selectableFields",
 ];
 const SCHEMA_KEYS: &[&str] = &[
     "type",
@@ -149,6 +150,10 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
         .get_node("subresources")
         .map(|n| cx.subresources(n, diags))
         .unwrap_or_default();
+    let selectable_fields = map
+        .get_node("selectableFields")
+        .map(|n| cx.selectable_fields(n, diags))
+        .unwrap_or_default();
     let printer_columns = map
         .get_node("additionalPrinterColumns")
         .map(|n| cx.printer_columns(n, diags))
@@ -187,6 +192,7 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
         schema,
         subresources,
         printer_columns,
+        selectable_fields,
     })
 }
 
@@ -468,6 +474,34 @@ impl Cx<'_> {
                 _ => diags.push(
                     Diagnostic::new(self.loc(scale.span()), "`scale` needs `specReplicasPath` and `statusReplicasPath`")
                         .with_help("add `specReplicasPath: .spec.replicas` and `statusReplicasPath: .status.replicas`"),
+                ),
+            }
+        }
+        out
+    }
+
+    fn selectable_fields(&self, node: &Node, diags: &mut Diagnostics) -> Vec<String> {
+        let Some(seq) = node.as_sequence() else {
+            diags.push(
+                Diagnostic::new(self.loc(node.span()), "`selectableFields` must be a list")
+                    .with_help("e.g. `selectableFields: [{jsonPath: .spec.color}]`"),
+            );
+            return vec![];
+        };
+        let mut out = Vec::new();
+        for item in seq.iter() {
+            let Some(m) = self.mapping(item, "a selectable field", diags) else {
+                continue;
+            };
+            self.check_keys(m, &["jsonPath"], "a selectable field", diags);
+            match m
+                .get_node("jsonPath")
+                .and_then(|n| self.string(n, "jsonPath", diags))
+            {
+                Some(p) => out.push(p),
+                None => diags.push(
+                    Diagnostic::new(self.loc(item.span()), "a selectable field needs `jsonPath`")
+                        .with_help("e.g. `- jsonPath: .spec.color`"),
                 ),
             }
         }

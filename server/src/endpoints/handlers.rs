@@ -254,11 +254,14 @@ async fn check_read_version(
 }
 
 /// Parses the list options of a read (limit, continue, selectors).
-fn list_options(opts: &ReadOptions) -> Result<ListOptions, ApiError> {
+fn list_options(res: &ApiResource, opts: &ReadOptions) -> Result<ListOptions, ApiError> {
     let labels = LabelSelector::parse(opts.label_selector.as_deref().unwrap_or_default())
         .map_err(ApiError::bad_request)?;
-    let fields = FieldSelector::parse(opts.field_selector.as_deref().unwrap_or_default(), &[])
-        .map_err(ApiError::bad_request)?;
+    let fields = FieldSelector::parse(
+        opts.field_selector.as_deref().unwrap_or_default(),
+        res.def.selectable_fields,
+    )
+    .map_err(ApiError::bad_request)?;
     Ok(ListOptions {
         limit: opts.limit.unwrap_or(0),
         continue_token: opts.continue_token.clone(),
@@ -287,7 +290,7 @@ async fn serve_list(
     if !is_watch(&opts) {
         check_read_version(&state, &opts, true).await?;
     }
-    let list_opts = list_options(&opts)?;
+    let list_opts = list_options(&res, &opts)?;
     let repr = representation(&req)?;
     if is_watch(&opts) {
         let send_initial_events = flag(&opts.send_initial_events, "sendInitialEvents")?;
@@ -578,7 +581,7 @@ pub async fn delete(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
 pub async fn delete_collection(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
     let (res, _) = resource(&req, &state)?;
     let opts: ReadOptions = query(&req)?;
-    let mut list_opts = list_options(&opts)?;
+    let mut list_opts = list_options(&res, &opts)?;
     list_opts.limit = 0;
     list_opts.continue_token = None;
     let dq: DeleteQuery = query(&req)?;

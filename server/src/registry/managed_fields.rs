@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use crate::catalog::ApiResource;
 
 /// A field path in FieldsV1 element form: `f:data`, `f:a`, `k:{"port":80}`, `v:"x"`, `.`.
-type Path = Vec<String>;
+pub(crate) type Path = Vec<String>;
 
 const UNOWNED_META: &[&str] = &[
     "name",
@@ -45,7 +45,14 @@ pub fn manager_name(field_manager: Option<&str>, user_agent: Option<&str>) -> St
 
 /// Every owned path of `obj`, with the value at each leaf, driven by `schema` for list
 /// semantics (atomic by default; `set` and `map` lists are granular).
-fn field_set(obj: &Value, schema: &Value, include_status: bool) -> Vec<(Path, Value)> {
+/// Every owned path of `obj` with its value. `apply` gives Apply's shape (no `.` on maps
+/// and structs, only on keyed list items); otherwise Update's (`.` on every container).
+pub(crate) fn field_set(
+    obj: &Value,
+    schema: &Value,
+    include_status: bool,
+    apply: bool,
+) -> Vec<(Path, Value)> {
     let mut out = Vec::new();
     let Some(map) = obj.as_object() else {
         return out;
@@ -76,6 +83,7 @@ fn field_set(obj: &Value, schema: &Value, include_status: bool) -> Vec<(Path, Va
                             &list_schema,
                             vec!["f:metadata".into(), format!("f:{mk}")],
                             &mut out,
+                            apply,
                         );
                     }
                 }
@@ -86,23 +94,26 @@ fn field_set(obj: &Value, schema: &Value, include_status: bool) -> Vec<(Path, Va
                     .and_then(|p| p.get(k))
                     .cloned()
                     .unwrap_or(Value::Null);
-                walk(v, &child, vec![format!("f:{k}")], &mut out);
+                walk(v, &child, vec![format!("f:{k}")], &mut out, apply);
             }
         }
     }
     out
 }
 
-fn walk(v: &Value, schema: &Value, path: Path, out: &mut Vec<(Path, Value)>) {
+fn walk(v: &Value, schema: &Value, path: Path, out: &mut Vec<(Path, Value)>, apply: bool) {
     match v {
         Value::Object(map)
             if !map.is_empty()
                 || schema.get("type").and_then(Value::as_str) == Some("object")
                 || schema.is_null() =>
         {
-            let mut dot = path.clone();
-            dot.push(".".into());
-            out.push((dot, Value::Null));
+            let keyed_item = path.last().is_some_and(|e| e.starts_with("k:"));
+            if !apply || keyed_item {
+                let mut dot = path.clone();
+                dot.push(".".into());
+                out.push((dot, Value::Null));
+            }
             for (k, child) in map {
                 let cs = schema
                     .get("properties")
@@ -112,14 +123,16 @@ fn walk(v: &Value, schema: &Value, path: Path, out: &mut Vec<(Path, Value)>) {
                     .unwrap_or(Value::Null);
                 let mut p = path.clone();
                 p.push(format!("f:{k}"));
-                walk(child, &cs, p, out);
+                walk(child, &cs, p, out, apply);
             }
         }
         Value::Array(items) => match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
             Some("set") => {
-                let mut dot = path.clone();
-                dot.push(".".into());
-                out.push((dot, Value::Null));
+                if !apply {
+                    let mut dot = path.clone();
+                    dot.push(".".into());
+                    out.push((dot, Value::Null));
+                }
                 for item in items {
                     let mut p = path.clone();
                     p.push(format!("v:{item}"));
@@ -135,9 +148,11 @@ fn walk(v: &Value, schema: &Value, path: Path, out: &mut Vec<(Path, Value)>) {
                     .filter_map(Value::as_str)
                     .collect();
                 let item_schema = schema.get("items").cloned().unwrap_or(Value::Null);
-                let mut dot = path.clone();
-                dot.push(".".into());
-                out.push((dot, Value::Null));
+                if !apply {
+                    let mut dot = path.clone();
+                    dot.push(".".into());
+                    out.push((dot, Value::Null));
+                }
                 for item in items {
                     let key: Map<String, Value> = keys
                         .iter()
@@ -145,7 +160,7 @@ fn walk(v: &Value, schema: &Value, path: Path, out: &mut Vec<(Path, Value)>) {
                         .collect();
                     let mut p = path.clone();
                     p.push(format!("k:{}", Value::Object(key)));
-                    walk(item, &item_schema, p, out);
+                    walk(item, &item_schema, p, out, apply);
                 }
             }
             _ => out.push((path, v.clone())),
@@ -154,7 +169,7 @@ fn walk(v: &Value, schema: &Value, path: Path, out: &mut Vec<(Path, Value)>) {
     }
 }
 
-fn to_tree(paths: &BTreeSet<Path>) -> Value {
+pub(crate) fn to_tree(paths: &BTreeSet<Path>) -> Value {
     let mut root = Map::new();
     for p in paths {
         let mut cur = &mut root;
@@ -169,7 +184,7 @@ fn to_tree(paths: &BTreeSet<Path>) -> Value {
     Value::Object(root)
 }
 
-fn from_tree(v: &Value, prefix: &mut Path, out: &mut BTreeSet<Path>) {
+pub(crate) fn from_tree(v: &Value, prefix: &mut Path, out: &mut BTreeSet<Path>) {
     if let Some(m) = v.as_object() {
         if m.is_empty() && !prefix.is_empty() {
             out.insert(prefix.clone());
@@ -195,10 +210,10 @@ pub fn record_update(
 ) {
     let (schema, api_version) = (&res.schema, res.api_version());
     let include_status = subresource == Some("status") || !res.def.status_subresource;
-    let new_fields = field_set(new, schema, include_status);
+    let new_fields = field_set(new, schema, include_status, false);
     let new_paths: BTreeSet<Path> = new_fields.iter().map(|(p, _)| p.clone()).collect();
     let old_fields: Vec<(Path, Value)> = old
-        .map(|o| field_set(o, schema, include_status))
+        .map(|o| field_set(o, schema, include_status, false))
         .unwrap_or_default();
     let changed: BTreeSet<Path> = new_fields
         .iter()
@@ -222,13 +237,19 @@ pub fn record_update(
     for e in entries.iter_mut() {
         let mut set = BTreeSet::new();
         from_tree(&e["fieldsV1"], &mut Vec::new(), &mut set);
+        // Paths this write cannot see (status, on the main endpoint of a kind with a status
+        // subresource) keep their owners.
+        let out_of_scope = |p: &Path| !include_status && p.first().is_some_and(|f| f == "f:status");
         if is_mine(e) {
             found = true;
-            mine = set.into_iter().filter(|p| new_paths.contains(p)).collect();
+            mine = set
+                .into_iter()
+                .filter(|p| out_of_scope(p) || new_paths.contains(p))
+                .collect();
         } else {
             let kept: BTreeSet<Path> = set
                 .into_iter()
-                .filter(|p| new_paths.contains(p) && !changed.contains(p))
+                .filter(|p| out_of_scope(p) || (new_paths.contains(p) && !changed.contains(p)))
                 .collect();
             e["fieldsV1"] = to_tree(&kept);
         }
@@ -280,6 +301,7 @@ mod tests {
             status_subresource: false,
             scale: None,
             printer_columns: &[],
+            selectable_fields: &[],
             schema: "{}",
             source: "test",
         }));
