@@ -210,6 +210,35 @@ impl ApiError {
         }
     }
 
+    /// 422 Invalid for PatchOptions (query parameters of a patch).
+    pub fn invalid_patch_options(field: &str, detail: &str) -> Self {
+        let message = if detail.starts_with("Required value") {
+            detail.to_string()
+        } else {
+            format!("Forbidden: {detail}")
+        };
+        let reason = if detail.starts_with("Required value") {
+            "FieldValueRequired"
+        } else {
+            "FieldValueForbidden"
+        };
+        let cause = StatusCause {
+            reason: reason.into(),
+            message: message.clone(),
+            field: field.into(),
+        };
+        ApiError {
+            details: Some(
+                json!({ "kind": "PatchOptions", "group": "meta.k8s.io", "causes": [cause] }),
+            ),
+            ..Self::new(
+                422,
+                "Invalid",
+                format!("PatchOptions.meta.k8s.io \"\" is invalid: {field}: {message}"),
+            )
+        }
+    }
+
     /// 405 MethodNotAllowed.
     pub fn method_not_allowed() -> Self {
         ApiError {

@@ -17,6 +17,7 @@ use crate::api::selectors::{FieldSelector, LabelSelector};
 use crate::api::status::success;
 use crate::api::ApiError;
 use crate::catalog::ApiResource;
+use crate::registry::apply;
 use crate::registry::managed_fields::manager_name;
 use crate::registry::schema::prune;
 use crate::registry::store::{ListOptions, Target, WriteContext};
@@ -59,6 +60,7 @@ struct WriteOptions {
     dry_run: Option<String>,
     field_validation: Option<String>,
     field_manager: Option<String>,
+    force: Option<String>,
 }
 
 /// A DELETE's options, from the query or a DeleteOptions body.
@@ -126,6 +128,7 @@ fn write_context(req: &HttpRequest, opts: &WriteOptions) -> Result<WriteContext,
     Ok(WriteContext {
         dry_run: dry_run(&opts.dry_run)?,
         manager: manager_name(manager, ua),
+        apply: false,
     })
 }
 
@@ -451,6 +454,15 @@ pub async fn patch(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) ->
     let opts: WriteOptions = query(&req)?;
     let repr = write_representation(&req)?;
     let content_type = super::negotiation::content_type(&req);
+    if content_type == "application/apply-patch+yaml" {
+        return apply_patch(req, body, state, res, route, opts, repr).await;
+    }
+    if opts.force.is_some() {
+        return Err(ApiError::invalid_patch_options(
+            "force",
+            "may not be specified for non-apply patch",
+        ));
+    }
     enum Kind {
         Json(json_patch::Patch),
         Merge(Value),
@@ -530,6 +542,134 @@ pub async fn patch(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) ->
         patched
     };
     Ok(with_warnings(respond(&req, 200, &patched, repr), &warnings))
+}
+
+/// PATCH with `application/apply-patch+yaml`: server-side apply. Creates the object when
+/// absent (201), otherwise merges the manager's intent (200); conflicts with other
+/// managers are 409 unless `force=true`.
+async fn apply_patch(
+    req: HttpRequest,
+    body: Bytes,
+    state: web::Data<ApiState>,
+    res: Arc<ApiResource>,
+    route: ResourceRoute,
+    opts: WriteOptions,
+    repr: Representation,
+) -> Reply {
+    let manager = opts
+        .field_manager
+        .as_deref()
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| {
+            ApiError::invalid_patch_options(
+                "fieldManager",
+                "Required value: is required for apply patch",
+            )
+        })?;
+    let force = flag(&opts.force, "force")?;
+    let mut ctx = write_context(&req, &opts)?;
+    ctx.apply = true;
+    let subresource = match route.subresource {
+        Some("status") => Some("status"),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "server-side apply is not supported on the {other} subresource"
+            )))
+        }
+        None => None,
+    };
+    if body.len() > super::negotiation::MAX_BODY_BYTES {
+        return Err(ApiError::too_large(super::negotiation::MAX_BODY_BYTES));
+    }
+    let mut intent: Value = serde_yaml::from_slice(&body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    if !intent.is_object() {
+        return Err(ApiError::bad_request(
+            "the apply configuration must be an object",
+        ));
+    }
+    for f in ["apiVersion", "kind"] {
+        if intent
+            .get(f)
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            return Err(ApiError::bad_request(format!(
+                "{f} must be set in an apply configuration"
+            )));
+        }
+    }
+    super::negotiation::check_type_meta(&intent, &res)?;
+    let name = name(&req);
+    match intent["metadata"]["name"].as_str() {
+        Some(n) if n == name => {}
+        Some(n) => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )))
+        }
+        None => {
+            return Err(ApiError::bad_request(
+                "metadata.name must be set in an apply configuration",
+            ))
+        }
+    }
+    let ns = namespace(&req);
+    if let (Some(url_ns), Some(body_ns)) = (&ns, intent["metadata"]["namespace"].as_str()) {
+        if !body_ns.is_empty() && body_ns != url_ns {
+            return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+        }
+    }
+    let warnings = field_validation(&res, &mut intent, opts.field_validation.as_deref(), &[])?;
+    let precondition = intent["metadata"]["resourceVersion"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    let intent = apply::clean_intent(intent);
+    let now = crate::api::meta::now_rfc3339();
+    let target = if subresource.is_some() {
+        Target::Status
+    } else {
+        Target::Main
+    };
+
+    for _ in 0..2 {
+        let existing = match state.store.get(&res, ns.as_deref(), &name).await {
+            Ok(obj) => Some(obj),
+            Err(e) if e.code == 404 => None,
+            Err(e) => return Err(e),
+        };
+        let Some(_) = existing else {
+            if subresource.is_some() {
+                return Err(ApiError::not_found(&res, &name));
+            }
+            let obj = apply::apply(None, &intent, &res, manager, force, None, &now)?;
+            match state.store.create(&res, ns.as_deref(), obj, &ctx).await {
+                Ok(created) => {
+                    return Ok(with_warnings(respond(&req, 201, &created, repr), &warnings))
+                }
+                // Created meanwhile by someone else: apply to it instead.
+                Err(e) if e.reason == "AlreadyExists" => continue,
+                Err(e) => return Err(e),
+            }
+        };
+        let updated = state
+            .store
+            .patch(&res, ns.as_deref(), &name, target, &ctx, |old| {
+                if let Some(rv) = &precondition {
+                    if old["metadata"]["resourceVersion"].as_str() != Some(rv.as_str()) {
+                        return Err(ApiError::conflict(&res, &name));
+                    }
+                }
+                apply::apply(Some(old), &intent, &res, manager, force, subresource, &now)
+            })
+            .await;
+        match updated {
+            Err(e) if e.code == 404 => continue,
+            other => return other.map(|u| with_warnings(respond(&req, 200, &u, repr), &warnings)),
+        }
+    }
+    Err(ApiError::conflict(&res, &name))
 }
 
 /// DELETE on one object. Returns a Success Status for core kinds and the deleted object

@@ -2,6 +2,7 @@
 //! behaviour in [`strategy`] hooks and schema work (pruning, defaulting, validation) in
 //! [`schema`].
 
+pub mod apply;
 pub mod managed_fields;
 pub mod schema;
 pub mod store;

@@ -57,6 +57,9 @@ pub struct WriteContext {
     pub dry_run: bool,
     /// The field manager recorded in managedFields.
     pub manager: String,
+    /// The object's managedFields were computed by server-side apply: keep them as given
+    /// instead of recording an Update.
+    pub apply: bool,
 }
 
 impl WriteContext {
@@ -65,6 +68,7 @@ impl WriteContext {
         WriteContext {
             dry_run: false,
             manager: manager.to_string(),
+            apply: false,
         }
     }
 }
@@ -299,10 +303,18 @@ impl Store {
         ctx: &WriteContext,
     ) -> Result<Value, ApiError> {
         let strategy = strategy_for(res);
+        let applied_fields = if ctx.apply {
+            obj["metadata"].get("managedFields").cloned()
+        } else {
+            None
+        };
         {
             let meta = metadata_mut(&mut obj);
             for f in SERVER_OWNED_META {
                 meta.remove(*f);
+            }
+            if let Some(mf) = applied_fields {
+                meta.insert("managedFields".into(), mf);
             }
             match ns {
                 Some(ns) => {
@@ -350,7 +362,9 @@ impl Store {
                 meta.insert("generation".into(), json!(1));
             }
         }
-        managed_fields::record_update(&mut obj, None, res, &ctx.manager, None, &now_rfc3339());
+        if !ctx.apply {
+            managed_fields::record_update(&mut obj, None, res, &ctx.manager, None, &now_rfc3339());
+        }
         // generateName: retry with a fresh suffix when the generated name is taken.
         for _ in 0..8 {
             if generated {
@@ -517,20 +531,22 @@ impl Store {
             metadata_mut(&mut obj).insert("generation".into(), json!(generation));
         }
         self.validate(res, &obj, name)?;
-        // managedFields are the server's: carry them over, then record this write.
-        match old["metadata"].get("managedFields") {
-            Some(mf) => metadata_mut(&mut obj).insert("managedFields".into(), mf.clone()),
-            None => metadata_mut(&mut obj).remove("managedFields"),
-        };
-        let subresource = (target == Target::Status).then_some("status");
-        managed_fields::record_update(
-            &mut obj,
-            Some(&old),
-            res,
-            &ctx.manager,
-            subresource,
-            &now_rfc3339(),
-        );
+        if !ctx.apply {
+            // managedFields are the server's: carry them over, then record this write.
+            match old["metadata"].get("managedFields") {
+                Some(mf) => metadata_mut(&mut obj).insert("managedFields".into(), mf.clone()),
+                None => metadata_mut(&mut obj).remove("managedFields"),
+            };
+            let subresource = (target == Target::Status).then_some("status");
+            managed_fields::record_update(
+                &mut obj,
+                Some(&old),
+                res,
+                &ctx.manager,
+                subresource,
+                &now_rfc3339(),
+            );
+        }
         if obj == old {
             // Nothing changed: no write, same resourceVersion.
             return Ok(old);

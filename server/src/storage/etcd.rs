@@ -597,3 +597,40 @@ mod tests {
         assert_eq!(normalize_prefix("/"), "");
     }
 }
+#[cfg(test)]
+mod scratch {
+    use super::*;
+    #[tokio::test]
+    async fn scratch_probe() {
+        let s = EtcdStorage::connect(&EtcdConfig {
+            servers: vec!["http://127.0.0.1:23795".into()],
+            prefix: "/registry".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        for _ in 0..3 {
+            eprintln!("health before: {:?}", s.health().await);
+        }
+        let _ = std::fs::remove_dir_all("/tmp/etcdtest2");
+        let mut child = std::process::Command::new("etcd")
+            .args([
+                "--name=t",
+                "--data-dir=/tmp/etcdtest2",
+                "--listen-client-urls=http://127.0.0.1:23795",
+                "--advertise-client-urls=http://127.0.0.1:23795",
+                "--listen-peer-urls=http://127.0.0.1:23805",
+                "--initial-advertise-peer-urls=http://127.0.0.1:23805",
+                "--initial-cluster=t=http://127.0.0.1:23805",
+                "--log-level=error",
+            ])
+            .spawn()
+            .unwrap();
+        for _ in 0..10 {
+            let t = std::time::Instant::now();
+            eprintln!("health after: {:?} {:?}", s.health().await, t.elapsed());
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        child.kill().unwrap();
+    }
+}
