@@ -113,6 +113,33 @@ impl ApiResource {
     }
 }
 
+/// A resource for unit tests: core group, namespaced, with `schema`.
+#[cfg(test)]
+pub(crate) fn test_resource(schema: serde_json::Value) -> ApiResource {
+    let def: &'static ResourceDefinition = Box::leak(Box::new(ResourceDefinition {
+        group: "",
+        version: "v1",
+        kind: "ConfigMap",
+        list_kind: "ConfigMapList",
+        plural: "configmaps",
+        singular: "configmap",
+        namespaced: true,
+        short_names: &[],
+        categories: &[],
+        status_subresource: false,
+        scale: None,
+        printer_columns: &[],
+        selectable_fields: &[],
+        schema: "{}",
+        source: "test",
+    }));
+    ApiResource {
+        def,
+        schema,
+        protobuf: false,
+    }
+}
+
 /// The live catalog: generated resources plus (later) custom resources.
 #[derive(Debug, Default)]
 pub struct Catalog {

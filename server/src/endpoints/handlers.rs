@@ -171,6 +171,16 @@ fn field_validation(
     }
 }
 
+/// A namespace in the body must be the one in the URL.
+fn check_body_namespace(url_ns: Option<&str>, obj: &Value) -> Result<(), ApiError> {
+    match (url_ns, obj["metadata"]["namespace"].as_str()) {
+        (Some(url), Some(body)) if !body.is_empty() && body != url => Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Duplicate keys of a JSON body (other encodings cannot carry them through our decoders).
 fn body_duplicates(req: &HttpRequest, body: &[u8]) -> Vec<String> {
     match super::negotiation::content_type(req).as_str() {
@@ -378,11 +388,7 @@ pub async fn create(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
     let repr = write_representation(&req)?;
     let mut obj = decode_body(&req, &body, &res)?;
     let ns = namespace(&req);
-    if let (Some(url_ns), Some(body_ns)) = (&ns, obj["metadata"]["namespace"].as_str()) {
-        if !body_ns.is_empty() && body_ns != url_ns {
-            return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
-        }
-    }
+    check_body_namespace(ns.as_deref(), &obj)?;
     let warnings = field_validation(
         &res,
         &mut obj,
@@ -422,11 +428,7 @@ pub async fn update(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
         return Ok(respond(&req, 200, &to_scale(&res, &updated)?, repr));
     }
     let mut obj = decode_body(&req, &body, &res)?;
-    if let (Some(url_ns), Some(body_ns)) = (&ns, obj["metadata"]["namespace"].as_str()) {
-        if !body_ns.is_empty() && body_ns != url_ns {
-            return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
-        }
-    }
+    check_body_namespace(ns.as_deref(), &obj)?;
     let warnings = field_validation(
         &res,
         &mut obj,
@@ -615,11 +617,7 @@ async fn apply_patch(
         }
     }
     let ns = namespace(&req);
-    if let (Some(url_ns), Some(body_ns)) = (&ns, intent["metadata"]["namespace"].as_str()) {
-        if !body_ns.is_empty() && body_ns != url_ns {
-            return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
-        }
-    }
+    check_body_namespace(ns.as_deref(), &intent)?;
     let warnings = field_validation(&res, &mut intent, opts.field_validation.as_deref(), &[])?;
     let precondition = intent["metadata"]["resourceVersion"]
         .as_str()

@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Map, Value};
 
+use super::schema::{child_schema, list_map_keys};
+
 use super::managed_fields::{field_set, from_tree, to_tree, Path};
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::ApiResource;
@@ -216,7 +218,7 @@ fn conflict_error(conflicts: &BTreeMap<(String, String, String), Vec<Path>>) -> 
         } else {
             format!("\"{manager}\"")
         };
-        let fields: Vec<String> = paths.iter().map(|p| display_path(p)).collect();
+        let fields: Vec<String> = paths.iter().map(display_path).collect();
         for f in &fields {
             causes.push(StatusCause {
                 reason: "FieldManagerConflict".into(),
@@ -333,12 +335,10 @@ fn merge(target: &mut Value, intent: &Value, schema: &Value) {
             }
             let tm = target.as_object_mut().expect("made an object above");
             for (k, v) in im {
-                let cs = schema
-                    .get("properties")
-                    .and_then(|p| p.get(k))
-                    .or_else(|| schema.get("additionalProperties").filter(|a| a.is_object()))
-                    .cloned()
-                    .unwrap_or_else(|| meta_schema(k, schema));
+                let cs = match child_schema(schema, k) {
+                    Value::Null => meta_schema(k),
+                    found => found.clone(),
+                };
                 let atomic_map =
                     cs.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic");
                 match (tm.get_mut(k), v) {
@@ -355,8 +355,7 @@ fn merge(target: &mut Value, intent: &Value, schema: &Value) {
 }
 
 /// ObjectMeta's list semantics when walking `metadata`.
-fn meta_schema(key: &str, parent: &Value) -> Value {
-    let _ = parent;
+fn meta_schema(key: &str) -> Value {
     match key {
         "finalizers" => json!({ "type": "array", "x-kubernetes-list-type": "set" }),
         "ownerReferences" => {
@@ -380,13 +379,7 @@ fn merge_list(target: &mut Value, items: &[Value], schema: &Value) {
             }
         }
         Some("map") => {
-            let keys: Vec<&str> = schema
-                .get("x-kubernetes-list-map-keys")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
+            let keys = list_map_keys(schema);
             let item_schema = schema.get("items").cloned().unwrap_or(Value::Null);
             for i in items {
                 match current
@@ -405,32 +398,12 @@ fn merge_list(target: &mut Value, items: &[Value], schema: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::ResourceDefinition;
+    use crate::catalog::test_resource;
 
     fn res() -> ApiResource {
-        let def: &'static ResourceDefinition = Box::leak(Box::new(ResourceDefinition {
-            group: "",
-            version: "v1",
-            kind: "ConfigMap",
-            list_kind: "ConfigMapList",
-            plural: "configmaps",
-            singular: "configmap",
-            namespaced: true,
-            short_names: &[],
-            categories: &[],
-            status_subresource: false,
-            scale: None,
-            printer_columns: &[],
-            selectable_fields: &[],
-            schema: "{}",
-            source: "test",
-        }));
-        let schema = json!({ "type": "object", "properties": { "data": { "type": "object", "additionalProperties": { "type": "string" } } } });
-        ApiResource {
-            def,
-            schema,
-            protobuf: false,
-        }
+        test_resource(
+            json!({ "type": "object", "properties": { "data": { "type": "object", "additionalProperties": { "type": "string" } } } }),
+        )
     }
 
     #[test]

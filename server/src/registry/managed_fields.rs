@@ -10,6 +10,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
+use super::schema::{child_schema, list_map_keys};
+
 use crate::catalog::ApiResource;
 
 /// A field path in FieldsV1 element form: `f:data`, `f:a`, `k:{"port":80}`, `v:"x"`, `.`.
@@ -115,15 +117,10 @@ fn walk(v: &Value, schema: &Value, path: Path, out: &mut Vec<(Path, Value)>, app
                 out.push((dot, Value::Null));
             }
             for (k, child) in map {
-                let cs = schema
-                    .get("properties")
-                    .and_then(|p| p.get(k))
-                    .or_else(|| schema.get("additionalProperties").filter(|a| a.is_object()))
-                    .cloned()
-                    .unwrap_or(Value::Null);
+                let cs = child_schema(schema, k);
                 let mut p = path.clone();
                 p.push(format!("f:{k}"));
-                walk(child, &cs, p, out, apply);
+                walk(child, cs, p, out, apply);
             }
         }
         Value::Array(items) => match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
@@ -140,13 +137,7 @@ fn walk(v: &Value, schema: &Value, path: Path, out: &mut Vec<(Path, Value)>, app
                 }
             }
             Some("map") => {
-                let keys: Vec<&str> = schema
-                    .get("x-kubernetes-list-map-keys")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
+                let keys = list_map_keys(schema);
                 let item_schema = schema.get("items").cloned().unwrap_or(Value::Null);
                 if !apply {
                     let mut dot = path.clone();
@@ -285,31 +276,10 @@ pub fn record_update(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::ResourceDefinition;
+    use crate::catalog::test_resource;
 
     fn res(schema: Value) -> ApiResource {
-        let def: &'static ResourceDefinition = Box::leak(Box::new(ResourceDefinition {
-            group: "",
-            version: "v1",
-            kind: "ConfigMap",
-            list_kind: "ConfigMapList",
-            plural: "configmaps",
-            singular: "configmap",
-            namespaced: true,
-            short_names: &[],
-            categories: &[],
-            status_subresource: false,
-            scale: None,
-            printer_columns: &[],
-            selectable_fields: &[],
-            schema: "{}",
-            source: "test",
-        }));
-        ApiResource {
-            def,
-            schema,
-            protobuf: false,
-        }
+        test_resource(schema)
     }
 
     #[test]

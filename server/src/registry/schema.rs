@@ -24,6 +24,27 @@ const OBJECT_META_FIELDS: &[&str] = &[
     "managedFields",
 ];
 
+/// The key fields of a `x-kubernetes-list-type: map` list.
+pub fn list_map_keys(schema: &Value) -> Vec<&str> {
+    schema
+        .get("x-kubernetes-list-map-keys")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// The schema of field `key` of an object schema: a declared property, else the
+/// `additionalProperties` schema, else `Null` (unknown).
+pub fn child_schema<'a>(schema: &'a Value, key: &str) -> &'a Value {
+    schema
+        .get("properties")
+        .and_then(|p| p.get(key))
+        .or_else(|| schema.get("additionalProperties").filter(|a| a.is_object()))
+        .unwrap_or(&Value::Null)
+}
+
 /// Removes fields the schema does not declare; returns their paths (`spec.bogus`).
 pub fn prune(obj: &mut Value, schema: &Value) -> Vec<String> {
     let mut unknown = Vec::new();
@@ -311,13 +332,7 @@ fn check_list_uniqueness(
             }
         }
         Some("map") => {
-            let keys: Vec<&str> = schema
-                .get("x-kubernetes-list-map-keys")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
+            let keys = list_map_keys(schema);
             let key_of = |v: &Value| -> Vec<Value> {
                 keys.iter()
                     .map(|k| v.get(*k).cloned().unwrap_or(Value::Null))

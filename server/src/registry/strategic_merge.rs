@@ -6,6 +6,8 @@
 
 use serde_json::{json, Map, Value};
 
+use super::schema::{child_schema, list_map_keys};
+
 /// Applies `patch` to `original` under `schema` (the kind's schema; metadata is implied).
 pub fn apply(original: &Value, patch: &Value, schema: &Value) -> Result<Value, String> {
     let mut out = original.clone();
@@ -31,14 +33,6 @@ fn merge_props(props: &Value) -> Value {
         } }),
     );
     Value::Object(m)
-}
-
-fn child_schema<'a>(schema: &'a Value, key: &str) -> &'a Value {
-    schema
-        .get("properties")
-        .and_then(|p| p.get(key))
-        .or_else(|| schema.get("additionalProperties").filter(|a| a.is_object()))
-        .unwrap_or(&Value::Null)
 }
 
 fn merge_object(
@@ -108,12 +102,9 @@ fn merge_list(current: Value, patch: &[Value], schema: &Value) -> Result<Value, 
         .get("x-kubernetes-patch-strategy")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let mut keys: Vec<String> = schema
-        .get("x-kubernetes-list-map-keys")
-        .and_then(Value::as_array)
+    let mut keys: Vec<String> = list_map_keys(schema)
         .into_iter()
-        .flatten()
-        .filter_map(|k| k.as_str().map(String::from))
+        .map(String::from)
         .collect();
     if keys.is_empty() {
         if let Some(k) = schema

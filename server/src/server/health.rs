@@ -47,13 +47,14 @@ fn report(req: &HttpRequest, name: &str, checks: &[(&str, Result<(), String>)]) 
         .body(body)
 }
 
+/// The storage check, named `etcd` as in kube-apiserver (whichever backend is in use).
 async fn storage_check(state: &ApiState) -> Result<(), String> {
     state.store_health().await
 }
 
 async fn healthz(req: HttpRequest, state: web::Data<ApiState>) -> HttpResponse {
     let storage = storage_check(&state).await;
-    report(&req, "healthz", &[("ping", Ok(())), ("storage", storage)])
+    report(&req, "healthz", &[("ping", Ok(())), ("etcd", storage)])
 }
 
 async fn livez(req: HttpRequest) -> HttpResponse {
@@ -62,7 +63,7 @@ async fn livez(req: HttpRequest) -> HttpResponse {
 
 async fn readyz(req: HttpRequest, state: web::Data<ApiState>) -> HttpResponse {
     let storage = storage_check(&state).await;
-    report(&req, "readyz", &[("ping", Ok(())), ("storage", storage)])
+    report(&req, "readyz", &[("ping", Ok(())), ("etcd", storage)])
 }
 
 async fn version() -> HttpResponse {

@@ -539,7 +539,7 @@ mod embedded {
 }
 
 #[cfg(feature = "etcd")]
-pub use etcd_harness::{EtcdFactory, EtcdServer};
+pub use etcd_harness::{EtcdFactory, EtcdServer, TlsFiles};
 
 #[cfg(feature = "etcd")]
 mod etcd_harness {
@@ -557,12 +557,14 @@ mod etcd_harness {
     use crate::storage::{EtcdConfig, Storage};
 
     /// How long etcd may take to start answering.
-    const START_TIMEOUT: Duration = Duration::from_secs(30);
+    const START_TIMEOUT: Duration = Duration::from_secs(20);
 
     /// A real `etcd` on free loopback ports with a temporary data directory; killed
     /// (and its directory removed) on drop.
     pub struct EtcdServer {
         child: Child,
+        /// Certificates when etcd serves clients over TLS with client certificates.
+        pub tls: Option<TlsFiles>,
         /// Data and log; removed on drop.
         _dir: tempfile::TempDir,
         /// The client URL, e.g. `http://127.0.0.1:40123`.
@@ -618,26 +620,54 @@ mod etcd_harness {
     impl EtcdServer {
         /// Starts etcd and waits until it answers; panics (with etcd's log) otherwise.
         pub async fn start() -> EtcdServer {
+            Self::start_with(false).await
+        }
+
+        /// Starts etcd serving clients over TLS and requiring client certificates.
+        pub async fn start_tls() -> EtcdServer {
+            Self::start_with(true).await
+        }
+
+        async fn start_with(tls: bool) -> EtcdServer {
             let bin = etcd_binary();
             let mut failures = Vec::new();
             // A port taken between choosing and binding makes etcd exit: try again.
             for _ in 0..3 {
-                match Self::try_start(&bin).await {
+                match Self::try_start(&bin, tls).await {
                     Ok(server) => return server,
-                    Err(why) => failures.push(why),
+                    Err((why, exited)) => {
+                        failures.push(why);
+                        if !exited {
+                            break;
+                        }
+                    }
                 }
             }
             panic!("etcd did not start:\n{}", failures.join("\n---\n"));
         }
 
-        async fn try_start(bin: &Path) -> Result<EtcdServer, String> {
-            let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        /// Starts one etcd; on failure says why and whether etcd exited by itself.
+        async fn try_start(bin: &Path, tls: bool) -> Result<EtcdServer, (String, bool)> {
+            let dir = tempfile::tempdir().map_err(|e| (e.to_string(), false))?;
             let (client, peer) = (free_port(), free_port());
-            let endpoint = format!("http://127.0.0.1:{client}");
+            let tls = match tls {
+                true => Some(TlsFiles::generate(dir.path()).map_err(|e| (e, false))?),
+                false => None,
+            };
+            let scheme = if tls.is_some() { "https" } else { "http" };
+            let endpoint = format!("{scheme}://127.0.0.1:{client}");
             let peer_url = format!("http://127.0.0.1:{peer}");
             let log_path = dir.path().join("etcd.log");
-            let log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
-            let child = Command::new(bin)
+            let log = std::fs::File::create(&log_path).map_err(|e| (e.to_string(), false))?;
+            let mut command = Command::new(bin);
+            if let Some(t) = &tls {
+                command
+                    .arg(format!("--cert-file={}", t.server_cert.display()))
+                    .arg(format!("--key-file={}", t.server_key.display()))
+                    .arg(format!("--trusted-ca-file={}", t.ca.display()))
+                    .arg("--client-cert-auth");
+            }
+            let child = command
                 .arg("--name=conformance")
                 .arg(format!("--data-dir={}", dir.path().join("data").display()))
                 .arg(format!("--listen-client-urls={endpoint}"))
@@ -653,28 +683,32 @@ mod etcd_harness {
                 .stdout(Stdio::null())
                 .stderr(log)
                 .spawn()
-                .map_err(|e| format!("starting {}: {e}", bin.display()))?;
+                .map_err(|e| (format!("starting {}: {e}", bin.display()), false))?;
             let mut server = EtcdServer {
                 child,
+                tls,
                 _dir: dir,
                 endpoint,
             };
-            let storage = server.client("/").await;
+            let storage = server.client("/registry").await;
             let deadline = Instant::now() + START_TIMEOUT;
             loop {
                 if let Ok(Some(status)) = server.child.try_wait() {
-                    return Err(format!(
-                        "etcd exited with {status}:\n{}",
-                        read_log(&log_path)
+                    return Err((
+                        format!("etcd exited with {status}:\n{}", read_log(&log_path)),
+                        true,
                     ));
                 }
                 if storage.health().await.is_ok() {
                     return Ok(server);
                 }
                 if Instant::now() > deadline {
-                    return Err(format!(
-                        "etcd did not answer within {START_TIMEOUT:?}:\n{}",
-                        read_log(&log_path)
+                    return Err((
+                        format!(
+                            "etcd did not answer within {START_TIMEOUT:?}:\n{}",
+                            read_log(&log_path)
+                        ),
+                        false,
                     ));
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -683,19 +717,88 @@ mod etcd_harness {
 
         /// A storage client whose keys live under `prefix`.
         pub async fn client(&self, prefix: &str) -> EtcdStorage {
-            EtcdStorage::connect(&EtcdConfig {
+            EtcdStorage::connect(&self.config(prefix))
+                .await
+                .expect("creating an etcd client")
+        }
+
+        /// The `--etcd-*` settings that reach this etcd (with its certificates, if any).
+        pub fn config(&self, prefix: &str) -> EtcdConfig {
+            EtcdConfig {
                 servers: vec![self.endpoint.clone()],
                 prefix: prefix.to_string(),
-                ..EtcdConfig::default()
-            })
-            .await
-            .expect("creating an etcd client")
+                ca_file: self.tls.as_ref().map(|t| t.ca.clone()),
+                cert_file: self.tls.as_ref().map(|t| t.client_cert.clone()),
+                key_file: self.tls.as_ref().map(|t| t.client_key.clone()),
+            }
         }
 
         /// Stops etcd now (the data directory stays until drop).
         pub fn kill(&mut self) -> std::io::Result<()> {
             self.child.kill()?;
             self.child.wait().map(|_| ())
+        }
+    }
+
+    /// A CA, etcd's serving certificate (for 127.0.0.1) and a client certificate.
+    pub struct TlsFiles {
+        /// The CA that signed both certificates.
+        pub ca: PathBuf,
+        /// etcd's serving certificate.
+        pub server_cert: PathBuf,
+        /// Its key.
+        pub server_key: PathBuf,
+        /// The client certificate (`--etcd-certfile`).
+        pub client_cert: PathBuf,
+        /// Its key (`--etcd-keyfile`).
+        pub client_key: PathBuf,
+    }
+
+    impl TlsFiles {
+        fn generate(dir: &Path) -> Result<TlsFiles, String> {
+            use rcgen::{
+                BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+                KeyPair,
+            };
+            let err = |e: rcgen::Error| format!("generating test certificates: {e}");
+            let ca_key = KeyPair::generate().map_err(err)?;
+            let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+            ca.distinguished_name
+                .push(DnType::CommonName, "etcd-test-ca");
+            ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+            let ca_cert = ca.self_signed(&ca_key).map_err(err)?;
+            let issuer = Issuer::new(ca, ca_key);
+            let leaf = |name: &str, sans: Vec<String>, usage: ExtendedKeyUsagePurpose| {
+                let key = KeyPair::generate().map_err(err)?;
+                let mut params = CertificateParams::new(sans).map_err(err)?;
+                params.distinguished_name.push(DnType::CommonName, name);
+                params.extended_key_usages = vec![usage];
+                let cert = params.signed_by(&key, &issuer).map_err(err)?;
+                Ok::<_, String>((cert.pem(), key.serialize_pem()))
+            };
+            let server = leaf(
+                "etcd",
+                vec!["127.0.0.1".into(), "localhost".into()],
+                ExtendedKeyUsagePurpose::ServerAuth,
+            )?;
+            let client = leaf("apiserver", vec![], ExtendedKeyUsagePurpose::ClientAuth)?;
+            let files = TlsFiles {
+                ca: dir.join("ca.crt"),
+                server_cert: dir.join("server.crt"),
+                server_key: dir.join("server.key"),
+                client_cert: dir.join("client.crt"),
+                client_key: dir.join("client.key"),
+            };
+            for (path, text) in [
+                (&files.ca, ca_cert.pem()),
+                (&files.server_cert, server.0),
+                (&files.server_key, server.1),
+                (&files.client_cert, client.0),
+                (&files.client_key, client.1),
+            ] {
+                std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+            Ok(files)
         }
     }
 
@@ -788,6 +891,29 @@ mod etcd {
             tenant.get("/elsewhere/k").await,
             Err(crate::storage::StorageError::Internal(_))
         ));
+    }
+
+    /// `--etcd-cafile`, `--etcd-certfile` and `--etcd-keyfile`: TLS with a client
+    /// certificate works; without the client certificate etcd refuses the client.
+    #[tokio::test]
+    async fn tls_with_client_certificates() {
+        let server = crate::storage::conformance::EtcdServer::start_tls().await;
+        let s = server.client("/registry").await;
+        let r = s
+            .create("/registry/tls/k", Bytes::from_static(b"v"))
+            .await
+            .unwrap();
+        let mut w = s.watch("/registry/tls/", r - 1).await.unwrap();
+        let e = tokio::time::timeout(Duration::from_secs(10), w.recv()).await;
+        assert!(matches!(e, Ok(Some(Ok(ref e))) if e.revision == r), "{e:?}");
+        let anonymous = EtcdStorage::connect(&EtcdConfig {
+            cert_file: None,
+            key_file: None,
+            ..server.config("/registry")
+        })
+        .await
+        .unwrap();
+        assert!(anonymous.health().await.is_err());
     }
 
     /// An unreachable etcd fails health checks and requests quickly instead of hanging.

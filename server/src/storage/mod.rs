@@ -269,3 +269,45 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     }
     Duration::try_from_secs_f64(total).map_err(|_| bad("out of range"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_duration("5m0s"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        for bad in ["", "5", "m", "5x", "-1s", "1..5s"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} must be refused");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_compactor_trims_history_one_interval_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = StorageConfig {
+            data_dir: dir.path().to_path_buf(),
+            etcd: None,
+            compaction_interval: Duration::from_millis(50),
+        };
+        let s = open(&config).await.unwrap();
+        let r1 = s.create("/registry/c/a", Bytes::new()).await.unwrap();
+        s.update("/registry/c/a", r1, Bytes::from_static(b"x"))
+            .await
+            .unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while s.watch("/registry/c/", 0).await.is_ok() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "history was never compacted"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let now = s.current_revision().await.unwrap();
+        assert!(s.watch("/registry/c/", now).await.is_ok());
+    }
+}
