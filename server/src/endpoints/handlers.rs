@@ -258,7 +258,7 @@ async fn check_read_version(
     if n > current {
         return Err(ApiError::too_large_resource_version(n, current));
     }
-    if rv_match == Some("Exact") && n != current {
+    if rv_match == Some("Exact") && !is_list && n != current {
         return Err(ApiError::expired(format!(
             "too old resource version: {n} ({current})"
         )));
@@ -275,9 +275,18 @@ fn list_options(res: &ApiResource, opts: &ReadOptions) -> Result<ListOptions, Ap
         res.def.selectable_fields,
     )
     .map_err(ApiError::bad_request)?;
+    // Exact serves the list as of that revision (from the storage history).
+    let revision = match (
+        opts.resource_version_match.as_deref(),
+        opts.resource_version.as_deref(),
+    ) {
+        (Some("Exact"), Some(rv)) => rv.parse().ok().filter(|n| *n > 0),
+        _ => None,
+    };
     Ok(ListOptions {
         limit: opts.limit.unwrap_or(0),
         continue_token: opts.continue_token.clone(),
+        revision,
         labels,
         fields,
     })

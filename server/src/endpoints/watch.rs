@@ -71,6 +71,7 @@ pub async fn serve(
             let opts = ListOptions {
                 limit: 0,
                 continue_token: None,
+                revision: None,
                 labels: w.list.labels.clone(),
                 fields: w.list.fields.clone(),
             };

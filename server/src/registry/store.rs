@@ -38,6 +38,8 @@ pub struct ListOptions {
     /// Page size; 0 = everything.
     pub limit: usize,
     pub continue_token: Option<String>,
+    /// Serve the list as of this revision (`resourceVersionMatch=Exact`).
+    pub revision: Option<u64>,
     pub labels: LabelSelector,
     pub fields: FieldSelector,
 }
@@ -198,13 +200,17 @@ impl Store {
         opts: &ListOptions,
     ) -> Result<ObjectList, ApiError> {
         let prefix = Self::prefix(res, ns);
-        let mut start = match opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
-            Some(t) => Some(decode_continue(t, &prefix)?),
-            None => None,
+        // A continue token pins the snapshot of the first page; Exact pins a given one.
+        let (mut start, pinned) = match opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
+            Some(t) => {
+                let (start, rev) = decode_continue(t, &prefix)?;
+                (Some(start), Some(rev))
+            }
+            None => (None, opts.revision),
         };
         let filtering = !opts.labels.is_empty() || !opts.fields.is_empty();
         let mut items = Vec::new();
-        let mut revision = None;
+        let mut revision = pinned;
         loop {
             // Without selectors one page of `limit` keys is the answer; with them, keep
             // reading until `limit` objects match.
@@ -213,11 +219,20 @@ impl Store {
             } else {
                 opts.limit - items.len()
             };
-            let page = self
-                .storage
-                .list(&prefix, start.as_deref(), want)
-                .await
-                .map_err(|e| map_err(res, "", e))?;
+            let page = match revision {
+                Some(rev) => {
+                    self.storage
+                        .list_at(&prefix, start.as_deref(), want, rev)
+                        .await
+                }
+                None => self.storage.list(&prefix, start.as_deref(), want).await,
+            };
+            let page = page.map_err(|e| match e {
+                StorageError::Expired { .. } if opts.continue_token.is_some() => {
+                    ApiError::expired(CONTINUE_EXPIRED)
+                }
+                other => map_err(res, "", other),
+            })?;
             let page_rev = *revision.get_or_insert(page.revision);
             for kv in &page.items {
                 let obj = decode(res, kv)?;
@@ -771,7 +786,11 @@ fn encode_continue(revision: u64, start: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token.to_string())
 }
 
-fn decode_continue(token: &str, prefix: &str) -> Result<String, ApiError> {
+/// kube-apiserver's words for a continue token whose snapshot is gone.
+const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// The start key and snapshot revision a continue token carries.
+fn decode_continue(token: &str, prefix: &str) -> Result<(String, u64), ApiError> {
     let bad = |why: &str| {
         ApiError::bad_request(format!(
             "invalid continue token: continue key is not valid: {why}"
@@ -788,5 +807,9 @@ fn decode_continue(token: &str, prefix: &str) -> Result<String, ApiError> {
     if start.contains("..") || start.starts_with('/') {
         return Err(bad("start key is outside the listed collection"));
     }
-    Ok(format!("{prefix}{start}"))
+    let rev = v
+        .get("rv")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| bad("missing resource version"))?;
+    Ok((format!("{prefix}{start}"), rev))
 }

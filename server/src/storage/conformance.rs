@@ -503,6 +503,53 @@ pub async fn concurrent_writes_are_ordered_for_watchers(f: &dyn Factory) {
     );
 }
 
+/// A list at a past revision sees the keys as they were then (values, revisions, keys
+/// deleted since, none created since), in pages; before compaction only.
+pub async fn list_at_a_past_revision(f: &dyn Factory) {
+    let s = f.open().await;
+    let ra = s.create("/registry/p/a", b("a1")).await.unwrap();
+    s.create("/registry/p/b", b("b1")).await.unwrap();
+    s.create("/registry/p/c", b("c1")).await.unwrap();
+    let then = s.current_revision().await.unwrap();
+    s.update("/registry/p/a", ra, b("a2")).await.unwrap();
+    s.delete("/registry/p/b", None).await.unwrap();
+    s.create("/registry/p/d", b("d1")).await.unwrap();
+
+    let past = s.list_at("/registry/p/", None, 0, then).await.unwrap();
+    let got: Vec<(&str, &[u8], u64)> = past
+        .items
+        .iter()
+        .map(|kv| (kv.key.as_str(), &kv.value[..], kv.mod_revision))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("/registry/p/a", &b"a1"[..], ra),
+            ("/registry/p/b", &b"b1"[..], ra + 1),
+            ("/registry/p/c", &b"c1"[..], ra + 2)
+        ]
+    );
+    assert_eq!(past.revision, then);
+
+    let p1 = s.list_at("/registry/p/", None, 2, then).await.unwrap();
+    assert_eq!((p1.items.len(), p1.remaining), (2, 1));
+    let p2 = s
+        .list_at("/registry/p/", Some("/registry/p/b"), 2, then)
+        .await
+        .unwrap();
+    assert_eq!(
+        (p2.items[0].key.as_str(), p2.remaining),
+        ("/registry/p/c", 0)
+    );
+
+    let now = s.current_revision().await.unwrap();
+    s.compact(now).await.unwrap();
+    assert!(matches!(
+        s.list_at("/registry/p/", None, 0, then).await,
+        Err(StorageError::Expired { .. })
+    ));
+}
+
 /// Runs every conformance check as its own `#[tokio::test]`; `$factory` is an expression
 /// (it may `.await`) giving something that implements [`Factory`].
 macro_rules! conformance_tests {
@@ -513,6 +560,7 @@ macro_rules! conformance_tests {
             update_compares_mod_revision,
             delete_with_precondition,
             list_prefix_in_pages,
+            list_at_a_past_revision,
             watch_replays_then_follows,
             watch_of_compacted_history_expires,
             concurrent_updates_one_wins,

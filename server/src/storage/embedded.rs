@@ -266,6 +266,8 @@ fn commit_batch(db: &Database, batch: &[Request]) -> Result<BatchOutcome, Storag
                         key: req.op.key().to_string(),
                         value: record.map(|r| Bytes::copy_from_slice(&r[16..])),
                         prev: prev.as_ref().map(|p| p.value.clone()),
+                        prev_create_revision: prev.as_ref().map_or(0, |p| p.create_revision),
+                        prev_mod_revision: prev.as_ref().map_or(0, |p| p.mod_revision),
                     });
                     outcomes.push(Ok(Written {
                         revision: rev,
@@ -372,6 +374,71 @@ impl Storage for EmbeddedStorage {
             })
         })
         .await
+    }
+
+    /// A past revision is rebuilt from the current keys by undoing, newest first, the
+    /// changes the event history holds after it; older than the history → `Expired`.
+    async fn list_at(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+        revision: u64,
+    ) -> Result<ListPage, StorageError> {
+        let now = self.list(prefix, None, 0).await?;
+        if revision >= now.revision {
+            return self.list(prefix, start_after, limit).await;
+        }
+        // The commit that produced `now` is published right after it lands; wait for it.
+        let mut history = None;
+        for _ in 0..200 {
+            history = self.inner.events.history(prefix, revision, now.revision)?;
+            if history.is_some() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let history = history.ok_or_else(|| {
+            StorageError::Internal("the event history lags behind the store".into())
+        })?;
+        let mut state: std::collections::BTreeMap<String, KeyValue> = now
+            .items
+            .into_iter()
+            .map(|kv| (kv.key.clone(), kv))
+            .collect();
+        for e in history.iter().rev() {
+            match &e.prev {
+                Some(prev) => {
+                    let kv = KeyValue {
+                        key: e.key.clone(),
+                        value: prev.clone(),
+                        create_revision: e.prev_create_revision,
+                        mod_revision: e.prev_mod_revision,
+                    };
+                    state.insert(e.key.clone(), kv);
+                }
+                None => {
+                    state.remove(&e.key);
+                }
+            }
+        }
+        let mut items = Vec::new();
+        let mut remaining = 0;
+        for (k, kv) in state {
+            if start_after.is_some_and(|s| k.as_str() <= s) {
+                continue;
+            }
+            if limit > 0 && items.len() >= limit {
+                remaining += 1;
+            } else {
+                items.push(kv);
+            }
+        }
+        Ok(ListPage {
+            items,
+            revision,
+            remaining,
+        })
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<u64, StorageError> {

@@ -122,6 +122,62 @@ fn read_file(flag: &str, path: &std::path::Path) -> Result<Vec<u8>, StorageError
 }
 
 impl EtcdStorage {
+    /// A range read of `prefix`, at `revision` when given (etcd's MVCC snapshot).
+    async fn list_range(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+        revision: Option<u64>,
+    ) -> Result<ListPage, StorageError> {
+        let from = self.etcd_key(prefix)?;
+        let end = prefix_end(&from);
+        let start = match start_after {
+            Some(after) => {
+                let mut k = self.etcd_key(after)?;
+                k.push(0);
+                k.max(from)
+            }
+            None => from,
+        };
+        if end != [0] && start >= end {
+            return Ok(ListPage {
+                items: Vec::new(),
+                revision: self.current_revision().await?,
+                remaining: 0,
+            });
+        }
+        let mut options = GetOptions::new().with_range(end);
+        if let Some(r) = revision {
+            options = options.with_revision(i64::try_from(r).unwrap_or(i64::MAX));
+        }
+        if limit > 0 {
+            options = options.with_limit(i64::try_from(limit).unwrap_or(i64::MAX));
+        }
+        let mut resp = timed(
+            "a list",
+            REQUEST_TIMEOUT,
+            revision.unwrap_or(0),
+            self.kv().get(start, Some(options)),
+        )
+        .await?;
+        let revision = match revision {
+            Some(r) => r,
+            None => header_revision(resp.header())?,
+        };
+        let count = rev_u64(resp.count());
+        let items = resp
+            .take_kvs()
+            .into_iter()
+            .map(|kv| self.key_value(kv))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ListPage {
+            remaining: count.saturating_sub(items.len() as u64),
+            items,
+            revision,
+        })
+    }
+
     /// A client for `config.servers` (connections are made lazily; see [`Storage::health`]).
     pub async fn connect(config: &EtcdConfig) -> Result<Self, StorageError> {
         if config.servers.is_empty() {
@@ -251,6 +307,9 @@ impl EtcdStorage {
         };
         let key = self.registry_key(kv.key())?;
         let prev = event.prev_kv().map(|p| Bytes::copy_from_slice(p.value()));
+        let (prev_create_revision, prev_mod_revision) = event.prev_kv().map_or((0, 0), |p| {
+            (rev_u64(p.create_revision()), rev_u64(p.mod_revision()))
+        });
         Ok(Some(match event.event_type() {
             EventType::Put => StoredEvent {
                 revision: rev_u64(kv.mod_revision()),
@@ -262,12 +321,16 @@ impl EtcdStorage {
                 } else {
                     prev
                 },
+                prev_create_revision,
+                prev_mod_revision,
             },
             EventType::Delete => StoredEvent {
                 revision: rev_u64(kv.mod_revision()),
                 key,
                 value: None,
                 prev,
+                prev_create_revision,
+                prev_mod_revision,
             },
         }))
     }
@@ -396,46 +459,18 @@ impl Storage for EtcdStorage {
         start_after: Option<&str>,
         limit: usize,
     ) -> Result<ListPage, StorageError> {
-        let from = self.etcd_key(prefix)?;
-        let end = prefix_end(&from);
-        let start = match start_after {
-            Some(after) => {
-                let mut k = self.etcd_key(after)?;
-                k.push(0);
-                k.max(from)
-            }
-            None => from,
-        };
-        if end != [0] && start >= end {
-            return Ok(ListPage {
-                items: Vec::new(),
-                revision: self.current_revision().await?,
-                remaining: 0,
-            });
-        }
-        let mut options = GetOptions::new().with_range(end);
-        if limit > 0 {
-            options = options.with_limit(i64::try_from(limit).unwrap_or(i64::MAX));
-        }
-        let mut resp = timed(
-            "a list",
-            REQUEST_TIMEOUT,
-            0,
-            self.kv().get(start, Some(options)),
-        )
-        .await?;
-        let revision = header_revision(resp.header())?;
-        let count = rev_u64(resp.count());
-        let items = resp
-            .take_kvs()
-            .into_iter()
-            .map(|kv| self.key_value(kv))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(ListPage {
-            remaining: count.saturating_sub(items.len() as u64),
-            items,
-            revision,
-        })
+        self.list_range(prefix, start_after, limit, None).await
+    }
+
+    async fn list_at(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+        revision: u64,
+    ) -> Result<ListPage, StorageError> {
+        self.list_range(prefix, start_after, limit, Some(revision))
+            .await
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<u64, StorageError> {

@@ -79,6 +79,34 @@ impl EventLog {
         Ok(())
     }
 
+    /// The events under `prefix` with revisions in `(after, upto]`; `Ok(None)` while the
+    /// log has not yet published `upto` (a commit is published right after it lands).
+    pub fn history(
+        &self,
+        prefix: &str,
+        after: u64,
+        upto: u64,
+    ) -> Result<Option<Vec<Arc<StoredEvent>>>, StorageError> {
+        let inner = self.lock();
+        if after < inner.floor {
+            return Err(StorageError::Expired {
+                requested: after,
+                oldest: inner.floor + 1,
+            });
+        }
+        if inner.latest < upto {
+            return Ok(None);
+        }
+        Ok(Some(
+            inner
+                .events
+                .iter()
+                .filter(|e| e.revision > after && e.revision <= upto && e.key.starts_with(prefix))
+                .cloned()
+                .collect(),
+        ))
+    }
+
     /// A watch of `prefix` from after revision `after`.
     pub fn watch(&self, prefix: &str, after: u64) -> Result<EventReceiver, StorageError> {
         let inner = self.lock();

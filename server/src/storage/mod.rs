@@ -53,6 +53,10 @@ pub struct StoredEvent {
     pub value: Option<Bytes>,
     /// The value before the write; `None` when the key was created.
     pub prev: Option<Bytes>,
+    /// Create and modification revisions of `prev` (0 when there is none), so a past
+    /// state can be rebuilt from the history.
+    pub prev_create_revision: u64,
+    pub prev_mod_revision: u64,
 }
 
 /// A stream of events for one watch, in revision order. It ends with an
@@ -104,6 +108,26 @@ pub trait Storage: Send + Sync + 'static {
         start_after: Option<&str>,
         limit: usize,
     ) -> Result<ListPage, StorageError>;
+    /// Like [`Storage::list`], but as the keys were at `revision` (a consistent snapshot
+    /// for paginated lists). Fails with `Expired` when that revision is no longer known.
+    /// The default serves only the current revision.
+    async fn list_at(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+        revision: u64,
+    ) -> Result<ListPage, StorageError> {
+        let page = self.list(prefix, start_after, limit).await?;
+        if page.revision == revision {
+            Ok(page)
+        } else {
+            Err(StorageError::Expired {
+                requested: revision,
+                oldest: page.revision,
+            })
+        }
+    }
     /// Writes `value` if `key` is absent; returns the new revision.
     async fn create(&self, key: &str, value: Bytes) -> Result<u64, StorageError>;
     /// Replaces `value` if the key's mod revision is still `expected`; returns the new revision.
