@@ -17,6 +17,7 @@ pub mod filters;
 #[rustfmt::skip]
 pub mod generated;
 pub mod openapi;
+pub mod openapi_v2_pb;
 pub mod options;
 pub mod protobuf;
 pub mod registry;

@@ -176,10 +176,51 @@ async fn document(
 }
 
 async fn swagger(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    if accepts_v2_protobuf(&req) {
+        return Ok(serve_v2_protobuf(&req));
+    }
     if !accepts_json(&req) {
         return Err(not_acceptable(&req));
     }
     Ok(serve(&req, v2_document(), false))
+}
+
+/// The media type kubectl asks for when it validates on the client.
+const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+
+fn accepts_v2_protobuf(req: &HttpRequest) -> bool {
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    // Only when it comes first: a client listing JSON first gets JSON.
+    accept.split(',').next().is_some_and(|m| {
+        let m = m.split(';').next().unwrap_or("").trim();
+        m == V2_PROTOBUF || m == "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+    })
+}
+
+fn serve_v2_protobuf(req: &HttpRequest) -> HttpResponse {
+    static PB: OnceLock<(Vec<u8>, String)> = OnceLock::new();
+    let (body, etag) = PB.get_or_init(|| {
+        let doc: serde_json::Value = serde_json::from_str(v2_document().body).unwrap_or_default();
+        let body = crate::openapi_v2_pb::encode(&doc);
+        let etag = format!("\"{}\"", hex::encode_upper(Sha512::digest(&body)));
+        (body, etag)
+    });
+    if if_none_match(req, etag) {
+        return HttpResponse::NotModified()
+            .insert_header((header::ETAG, etag.clone()))
+            .finish();
+    }
+    // Go's media-type parser rejects the '@' of the requested type; kube-apiserver answers
+    // with the dotted spelling.
+    HttpResponse::Ok()
+        .content_type("application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
+        .insert_header((header::ETAG, etag.clone()))
+        .insert_header((header::VARY, "Accept"))
+        .body(body.clone())
 }
 
 /// Answers with the document (or `304`), its ETag and caching headers: immutable for a

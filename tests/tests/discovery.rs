@@ -594,3 +594,28 @@ async fn docs_page_renders_the_kinds_in_headless_chromium() {
         assert!(dom.contains(want), "missing {want:?} in the DOM:\n{dom}");
     }
 }
+
+/// `kind: List` files are validated on the client against the OpenAPI v2 document in its
+/// protobuf form; without it kubectl refuses them ("failed to download openapi").
+#[test]
+fn kubectl_validates_list_files_with_the_v2_protobuf_document() {
+    let s = TestServer::start();
+    let list = json!({ "apiVersion": "v1", "kind": "List", "items": [
+        { "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "l1" }, "data": { "a": "1" } },
+        { "apiVersion": "example.dev/v1", "kind": "Widget", "metadata": { "name": "l2" }, "spec": { "color": "red" } },
+    ] });
+    let file = s.write_file("list.json", &list.to_string());
+    let out = s.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
+    assert!(
+        out.contains("configmap/l1 created") && out.contains("widget.example.dev/l2 created"),
+        "{out}"
+    );
+    // The usual round trip: get as a List, apply it back.
+    let listed = s.kubectl_ok(&["get", "cm", "l1", "-o", "json"]);
+    let again = s.kubectl_with_stdin(&["apply", "-f", "-"], Some(&listed));
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+}
