@@ -15,7 +15,7 @@ use super::table::{table, IncludeObject};
 use super::ApiState;
 use crate::api::ApiError;
 use crate::catalog::ApiResource;
-use crate::registry::store::ListOptions;
+use crate::registry::store::{ListOptions, WatchEvent};
 
 /// Longest a watch stays open (kube-apiserver's default request timeout range).
 pub const MAX_WATCH_SECONDS: u64 = 1800;
@@ -141,10 +141,14 @@ pub async fn serve(
                 event = events.recv() => match event {
                     None => return,
                     Some(Ok(e)) => {
-                        if let Some(rv) = e.object["metadata"]["resourceVersion"].as_str().and_then(|s| s.parse().ok()) {
-                            last_rv = rv;
-                        }
-                        if tx.send(line(e.type_, &encoder.object(&e.object))).await.is_err() {
+                        let out = match encoder.line(&e) {
+                            Ok((rv, out)) => {
+                                last_rv = rv.unwrap_or(last_rv);
+                                out
+                            }
+                            Err(err) => line("ERROR", &err.to_status()),
+                        };
+                        if tx.send(out).await.is_err() {
                             return;
                         }
                     }
@@ -176,6 +180,19 @@ struct Encoder {
 }
 
 impl Encoder {
+    /// The wire line of one event and its resourceVersion. Plain JSON of an event every
+    /// watcher shares is encoded once (see [`WatchEvent::json_line`]).
+    fn line(&mut self, e: &WatchEvent) -> Result<(Option<u64>, Bytes), ApiError> {
+        if let (Representation::Json, WatchEvent::Shared(stored)) = (self.repr, e) {
+            return Ok((Some(stored.revision), e.json_line(&self.res)?));
+        }
+        let ev = e.object_event(&self.res)?;
+        let rv = ev.object["metadata"]["resourceVersion"]
+            .as_str()
+            .and_then(|s| s.parse().ok());
+        Ok((rv, line(ev.type_, &self.object(&ev.object))))
+    }
+
     fn object(&mut self, obj: &Value) -> Value {
         if self.repr != Representation::Table {
             return obj.clone();

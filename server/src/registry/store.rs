@@ -277,7 +277,8 @@ impl Store {
         after: u64,
         labels: LabelSelector,
         fields: FieldSelector,
-    ) -> Result<mpsc::Receiver<Result<ObjectEvent, ApiError>>, ApiError> {
+    ) -> Result<mpsc::Receiver<Result<WatchEvent, ApiError>>, ApiError> {
+        let filtering = !labels.is_empty() || !fields.is_empty();
         let mut events = self
             .storage
             .watch(&Self::prefix(&res, ns), after)
@@ -287,7 +288,10 @@ impl Store {
         tokio::spawn(async move {
             while let Some(event) = events.recv().await {
                 let out = match event {
-                    Ok(e) => to_object_event(&res, &e, &labels, &fields),
+                    // Without selectors every watcher sees the same event: share it.
+                    Ok(e) if !filtering => Some(Ok(WatchEvent::Shared(e))),
+                    Ok(e) => to_object_event(&res, &e, &labels, &fields)
+                        .map(|r| r.map(WatchEvent::Decoded)),
                     Err(e) => Some(Err(map_err(&res, "", e))),
                 };
                 if let Some(out) = out {
@@ -732,6 +736,47 @@ impl Store {
 pub struct ObjectEvent {
     pub type_: &'static str,
     pub object: Value,
+}
+
+/// What a watch delivers: an event decoded for this watcher (selectors applied), or the
+/// stored event itself, whose encoding is shared by every watcher without selectors.
+#[derive(Debug, Clone)]
+pub enum WatchEvent {
+    Decoded(ObjectEvent),
+    Shared(Arc<StoredEvent>),
+}
+
+impl WatchEvent {
+    /// The event decoded as `ADDED`, `MODIFIED` or `DELETED` and its object.
+    pub fn object_event(&self, res: &ApiResource) -> Result<ObjectEvent, ApiError> {
+        match self {
+            WatchEvent::Decoded(e) => Ok(e.clone()),
+            WatchEvent::Shared(e) => {
+                to_object_event(res, e, &LabelSelector::default(), &FieldSelector::default())
+                    .unwrap_or_else(|| Err(ApiError::internal("a stored event without a value")))
+            }
+        }
+    }
+
+    /// The `{"type":..,"object":..}` JSON line, encoded once for a shared event.
+    pub fn json_line(&self, res: &ApiResource) -> Result<Bytes, ApiError> {
+        let encode = |e: &ObjectEvent| {
+            let mut v = serde_json::to_vec(&json!({ "type": e.type_, "object": e.object }))
+                .unwrap_or_default();
+            v.push(b'\n');
+            Bytes::from(v)
+        };
+        match self {
+            WatchEvent::Decoded(e) => Ok(encode(e)),
+            WatchEvent::Shared(stored) => {
+                if let Some(line) = stored.encoded.get() {
+                    return Ok(line.clone());
+                }
+                let line = encode(&self.object_event(res)?);
+                Ok(stored.encoded.get_or_init(|| line).clone())
+            }
+        }
+    }
 }
 
 fn to_object_event(

@@ -268,6 +268,7 @@ fn commit_batch(db: &Database, batch: &[Request]) -> Result<BatchOutcome, Storag
                         prev: prev.as_ref().map(|p| p.value.clone()),
                         prev_create_revision: prev.as_ref().map_or(0, |p| p.create_revision),
                         prev_mod_revision: prev.as_ref().map_or(0, |p| p.mod_revision),
+                        encoded: Default::default(),
                     });
                     outcomes.push(Ok(Written {
                         revision: rev,

@@ -323,6 +323,7 @@ impl EtcdStorage {
                 },
                 prev_create_revision,
                 prev_mod_revision,
+                encoded: Default::default(),
             },
             EventType::Delete => StoredEvent {
                 revision: rev_u64(kv.mod_revision()),
@@ -331,6 +332,7 @@ impl EtcdStorage {
                 prev,
                 prev_create_revision,
                 prev_mod_revision,
+                encoded: Default::default(),
             },
         }))
     }

@@ -57,6 +57,9 @@ pub struct StoredEvent {
     /// state can be rebuilt from the history.
     pub prev_create_revision: u64,
     pub prev_mod_revision: u64,
+    /// The event as a watch line, encoded once by the API layer the first time a watcher
+    /// needs it and then shared by every watcher (events reach watchers as `Arc`s).
+    pub encoded: std::sync::OnceLock<Bytes>,
 }
 
 /// A stream of events for one watch, in revision order. It ends with an
