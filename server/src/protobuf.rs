@@ -261,11 +261,89 @@ pub fn encode_object(obj: &Value, schema: &Value) -> Result<Vec<u8>, ProtobufErr
     };
     let api_version = type_string("apiVersion")?;
     let kind = type_string("kind")?;
+    let raw = encode_raw(obj, schema)?;
+    Ok(envelope(api_version, kind, &raw))
+}
 
+/// The object's message alone (no magic, no envelope): what a List's `items` and
+/// `runtime.Unknown.raw` hold.
+pub fn encode_raw(obj: &Value, schema: &Value) -> Result<Vec<u8>, ProtobufError> {
+    let root = Path::ROOT;
+    let Some(fields) = obj.as_object() else {
+        return Err(schema_error(Op::Encode, &root, "expected a JSON object"));
+    };
     let props = top_level_props(schema, Op::Encode)?;
     let mut raw = Vec::new();
     encode_message(fields, &props, &root, 1, &mut raw)?;
+    Ok(raw)
+}
 
+/// A List (`{kind: XList, metadata: ListMeta, items: [...]}`) of a kind described by
+/// `item_schema`, in the protobuf envelope: ListMeta is field 1, the items field 2.
+pub fn encode_list(list: &Value, item_schema: &Value) -> Result<Vec<u8>, ProtobufError> {
+    let mut raw = Vec::new();
+    let meta = &list["metadata"];
+    let mut list_meta = Vec::new();
+    for (num, key) in [(2, "resourceVersion"), (3, "continue")] {
+        if let Some(s) = meta
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            put_len(&mut list_meta, num, s.as_bytes());
+        }
+    }
+    if let Some(n) = meta.get("remainingItemCount").and_then(Value::as_u64) {
+        put_uvarint_field(&mut list_meta, 4, n);
+    }
+    put_len(&mut raw, 1, &list_meta);
+    for item in list["items"].as_array().into_iter().flatten() {
+        put_len(&mut raw, 2, &encode_raw(item, item_schema)?);
+    }
+    let s = |k: &str| list.get(k).and_then(Value::as_str).unwrap_or_default();
+    Ok(envelope(s("apiVersion"), s("kind"), &raw))
+}
+
+/// One watch event as a protobuf stream frame: a 4-byte big-endian length, then a
+/// `metav1.WatchEvent` message whose object is the enveloped object.
+pub fn encode_watch_frame(
+    event_type: &str,
+    obj: &Value,
+    schema: &Value,
+) -> Result<Vec<u8>, ProtobufError> {
+    Ok(watch_frame(event_type, &encode_object(obj, schema)?))
+}
+
+/// A watch frame around an already enveloped object.
+pub fn watch_frame(event_type: &str, object: &[u8]) -> Vec<u8> {
+    let mut raw_ext = Vec::new();
+    put_len(&mut raw_ext, 1, object);
+    let mut event = Vec::new();
+    put_len(&mut event, 1, event_type.as_bytes());
+    put_len(&mut event, 2, &raw_ext);
+    let mut frame = Vec::with_capacity(event.len() + 4);
+    frame.extend_from_slice(&(event.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&event);
+    frame
+}
+
+/// A metav1 `Status` (a watch ERROR event's object) in the protobuf envelope.
+pub fn encode_status(status: &Value) -> Vec<u8> {
+    let mut raw = Vec::new();
+    put_len(&mut raw, 1, b"");
+    for (num, key) in [(2, "status"), (3, "message"), (4, "reason")] {
+        if let Some(s) = status.get(key).and_then(Value::as_str) {
+            put_len(&mut raw, num, s.as_bytes());
+        }
+    }
+    if let Some(code) = status.get("code").and_then(Value::as_u64) {
+        put_uvarint_field(&mut raw, 6, code);
+    }
+    envelope("v1", "Status", &raw)
+}
+
+/// `k8s\0` and a `runtime.Unknown` holding `raw`.
+fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
     let mut type_meta = Vec::new();
     put_len(&mut type_meta, 1, api_version.as_bytes());
     put_len(&mut type_meta, 2, kind.as_bytes());
@@ -273,10 +351,10 @@ pub fn encode_object(obj: &Value, schema: &Value) -> Result<Vec<u8>, ProtobufErr
     let mut out = Vec::with_capacity(raw.len() + type_meta.len() + 16);
     out.extend_from_slice(&MAGIC);
     put_len(&mut out, 1, &type_meta);
-    put_len(&mut out, 2, &raw);
+    put_len(&mut out, 2, raw);
     put_len(&mut out, 3, b"");
     put_len(&mut out, 4, b"");
-    Ok(out)
+    out
 }
 
 // ---------------------------------------------------------------------------------
@@ -2345,5 +2423,37 @@ mod tests {
             .msg(2, Pb::new().str(1, "nov"));
         let got = object_to_json(&raw.0, &configmap_schema()).unwrap();
         assert_eq!(got["data"], json!({"": "no key", "nov": ""}));
+    }
+
+    #[test]
+    fn lists_and_watch_frames() {
+        let schema = configmap_schema();
+        let item = json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "a", "namespace": "d" }, "data": { "k": "v" } });
+        let list = json!({ "apiVersion": "v1", "kind": "ConfigMapList", "metadata": { "resourceVersion": "7", "continue": "c" }, "items": [item.clone(), item.clone()] });
+        let body = encode_list(&list, &schema).unwrap();
+        let env = decode_envelope(&body).unwrap();
+        assert_eq!(
+            (env.api_version.as_str(), env.kind.as_str()),
+            ("v1", "ConfigMapList")
+        );
+        // raw = ListMeta (field 1) then two items (field 2), each the item's own message.
+        let item_raw = encode_raw(&item, &schema).unwrap();
+        assert!(
+            env.raw
+                .windows(item_raw.len())
+                .filter(|w| *w == item_raw.as_slice())
+                .count()
+                == 2
+        );
+
+        let frame = encode_watch_frame("ADDED", &item, &schema).unwrap();
+        let len = u32::from_be_bytes(frame[..4].try_into().unwrap()) as usize;
+        assert_eq!(len, frame.len() - 4);
+        // WatchEvent.type (field 1) comes first.
+        assert_eq!(&frame[4..11], &[0x0a, 5, b'A', b'D', b'D', b'E', b'D']);
+        let embedded = encode_object(&item, &schema).unwrap();
+        assert!(frame
+            .windows(embedded.len())
+            .any(|w| w == embedded.as_slice()));
     }
 }

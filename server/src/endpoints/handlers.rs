@@ -9,7 +9,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::negotiation::{decode_body, representation, respond, Representation};
+use super::negotiation::{decode_body, representation, respond, respond_object, Representation};
 use super::scale::{apply_scale, to_scale};
 use super::table::{table, IncludeObject};
 use super::{ApiState, ResourceRoute};
@@ -355,7 +355,7 @@ async fn serve_list(
         ));
     }
     let body = json!({ "kind": res.def.list_kind, "apiVersion": res.api_version(), "metadata": list_meta, "items": page.items });
-    Ok(respond(&req, 200, &body, repr))
+    Ok(respond_object(&req, 200, &body, repr, &res))
 }
 
 /// GET on one object (or its status).
@@ -387,7 +387,7 @@ pub async fn get(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
             repr,
         ));
     }
-    Ok(respond(&req, 200, &obj, repr))
+    Ok(respond_object(&req, 200, &obj, repr, &res))
 }
 
 /// POST on a collection.
@@ -408,7 +408,10 @@ pub async fn create(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
         .store
         .create(&res, ns.as_deref(), obj, &write_context(&req, &opts)?)
         .await?;
-    Ok(with_warnings(respond(&req, 201, &created, repr), &warnings))
+    Ok(with_warnings(
+        respond_object(&req, 201, &created, repr, &res),
+        &warnings,
+    ))
 }
 
 /// PUT on one object (or its status).
@@ -455,7 +458,10 @@ pub async fn update(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
             &write_context(&req, &opts)?,
         )
         .await?;
-    Ok(with_warnings(respond(&req, 200, &updated, repr), &warnings))
+    Ok(with_warnings(
+        respond_object(&req, 200, &updated, repr, &res),
+        &warnings,
+    ))
 }
 
 /// PATCH on one object: JSON patch, merge patch, strategic merge patch (treated as a
@@ -552,7 +558,10 @@ pub async fn patch(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) ->
     } else {
         patched
     };
-    Ok(with_warnings(respond(&req, 200, &patched, repr), &warnings))
+    Ok(with_warnings(
+        respond_object(&req, 200, &patched, repr, &res),
+        &warnings,
+    ))
 }
 
 /// PATCH with `application/apply-patch+yaml`: server-side apply. Creates the object when
@@ -653,7 +662,10 @@ async fn apply_patch(
             let obj = apply::apply(None, &intent, &res, manager, force, None, &now)?;
             match state.store.create(&res, ns.as_deref(), obj, &ctx).await {
                 Ok(created) => {
-                    return Ok(with_warnings(respond(&req, 201, &created, repr), &warnings))
+                    return Ok(with_warnings(
+                        respond_object(&req, 201, &created, repr, &res),
+                        &warnings,
+                    ))
                 }
                 // Created meanwhile by someone else: apply to it instead.
                 Err(e) if e.reason == "AlreadyExists" => continue,
@@ -673,7 +685,10 @@ async fn apply_patch(
             .await;
         match updated {
             Err(e) if e.code == 404 => continue,
-            other => return other.map(|u| with_warnings(respond(&req, 200, &u, repr), &warnings)),
+            other => {
+                return other
+                    .map(|u| with_warnings(respond_object(&req, 200, &u, repr, &res), &warnings))
+            }
         }
     }
     Err(ApiError::conflict(&res, &name))
@@ -721,7 +736,7 @@ pub async fn delete(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
         }
         return Ok(respond(&req, 200, &success(details), repr));
     }
-    Ok(respond(&req, 200, &deletion.object, repr))
+    Ok(respond_object(&req, 200, &deletion.object, repr, &res))
 }
 
 /// DELETE on a collection: deletes every listed object; returns them as a List.
@@ -750,7 +765,7 @@ pub async fn delete_collection(req: HttpRequest, state: web::Data<ApiState>) -> 
         }
     }
     let body = json!({ "kind": res.def.list_kind, "apiVersion": res.api_version(), "metadata": { "resourceVersion": page.resource_version }, "items": deleted });
-    Ok(respond(&req, 200, &body, repr))
+    Ok(respond_object(&req, 200, &body, repr, &res))
 }
 
 /// Any method a path does not serve.
@@ -767,8 +782,8 @@ fn write_representation(req: &HttpRequest) -> Result<Representation, ApiError> {
 
 fn write_repr(r: Representation) -> Representation {
     match r {
-        Representation::Yaml => Representation::Yaml,
-        _ => Representation::Json,
+        Representation::Table => Representation::Json,
+        other => other,
     }
 }
 

@@ -175,6 +175,8 @@ pub enum Representation {
     Json,
     Yaml,
     Table,
+    /// Kubernetes protobuf, for kinds with field numbers (others fall back to JSON).
+    Protobuf,
 }
 
 /// Picks the representation from `Accept`, in the client's order of preference.
@@ -206,10 +208,43 @@ pub fn representation(req: &HttpRequest) -> Result<Representation, ApiError> {
                 return Ok(Representation::Json)
             }
             "application/yaml" if !other_as => return Ok(Representation::Yaml),
+            PROTOBUF if !other_as => return Ok(Representation::Protobuf),
             _ => {}
         }
     }
     Err(ApiError::not_acceptable(accept))
+}
+
+/// Writes an object or a List of `res` in the asked representation: Kubernetes protobuf
+/// when asked first and the kind has field numbers, else as [`respond`] does.
+pub fn respond_object(
+    req: &HttpRequest,
+    status: u16,
+    value: &Value,
+    repr: Representation,
+    res: &ApiResource,
+) -> HttpResponse {
+    if repr == Representation::Protobuf && res.protobuf {
+        let kind = value
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let encoded = if kind == res.def.kind {
+            Some(protobuf::encode_object(value, &res.schema))
+        } else if kind == res.def.list_kind {
+            Some(protobuf::encode_list(value, &res.schema))
+        } else {
+            None
+        };
+        if let Some(Ok(body)) = encoded {
+            let status = actix_web::http::StatusCode::from_u16(status)
+                .unwrap_or(actix_web::http::StatusCode::OK);
+            return HttpResponse::build(status)
+                .content_type(PROTOBUF)
+                .body(body);
+        }
+    }
+    respond(req, status, value, repr)
 }
 
 /// Responses larger than this are gzip-compressed when the client accepts it (as

@@ -95,6 +95,11 @@ pub async fn serve(
             .min(MAX_WATCH_SECONDS),
     );
     let (tx, rx) = mpsc::channel::<Bytes>(16);
+    let content_type = if w.repr == Representation::Protobuf && res.protobuf {
+        "application/vnd.kubernetes.protobuf;stream=watch"
+    } else {
+        "application/json"
+    };
 
     tokio::spawn(async move {
         let mut encoder = Encoder {
@@ -105,14 +110,14 @@ pub async fn serve(
         };
         let mut last_rv = after;
         for obj in &initial {
-            if tx.send(line("ADDED", &encoder.object(obj))).await.is_err() {
+            if tx.send(encoder.frame("ADDED", obj)).await.is_err() {
                 return;
             }
         }
         let end_of_initial = w.send_initial_events && w.allow_bookmarks;
         if end_of_initial
             && tx
-                .send(line("BOOKMARK", &bookmark(&res, after, true)))
+                .send(encoder.frame("BOOKMARK", &bookmark(&res, after, true)))
                 .await
                 .is_err()
         {
@@ -121,7 +126,7 @@ pub async fn serve(
         let mut events = match events {
             Ok(e) => e,
             Err(e) => {
-                let _ = tx.send(line("ERROR", &e.to_status())).await;
+                let _ = tx.send(encoder.error(&e)).await;
                 return;
             }
         };
@@ -133,7 +138,7 @@ pub async fn serve(
             tokio::select! {
                 _ = &mut deadline => return,
                 _ = ticker.tick(), if w.allow_bookmarks => {
-                    if tx.send(line("BOOKMARK", &bookmark(&res, last_rv, false))).await.is_err() {
+                    if tx.send(encoder.frame("BOOKMARK", &bookmark(&res, last_rv, false))).await.is_err() {
                         return;
                     }
                 }
@@ -146,14 +151,14 @@ pub async fn serve(
                                 last_rv = rv.unwrap_or(last_rv);
                                 out
                             }
-                            Err(err) => line("ERROR", &err.to_status()),
+                            Err(err) => encoder.error(&err),
                         };
                         if tx.send(out).await.is_err() {
                             return;
                         }
                     }
                     Some(Err(e)) => {
-                        let _ = tx.send(line("ERROR", &e.to_status())).await;
+                        let _ = tx.send(encoder.error(&e)).await;
                         return;
                     }
                 },
@@ -165,7 +170,7 @@ pub async fn serve(
         rx.recv().await.map(|b| (Ok::<_, actix_web::Error>(b), rx))
     });
     Ok(HttpResponse::Ok()
-        .content_type("application/json")
+        .content_type(content_type)
         .insert_header(("Cache-Control", "no-cache, private"))
         .streaming(body))
 }
@@ -190,7 +195,36 @@ impl Encoder {
         let rv = ev.object["metadata"]["resourceVersion"]
             .as_str()
             .and_then(|s| s.parse().ok());
-        Ok((rv, line(ev.type_, &self.object(&ev.object))))
+        Ok((rv, self.frame(ev.type_, &ev.object)))
+    }
+
+    /// Protobuf frames when asked and the kind has field numbers.
+    fn protobuf(&self) -> bool {
+        self.repr == Representation::Protobuf && self.res.protobuf
+    }
+
+    /// One event: a JSON line, or a length-prefixed protobuf frame.
+    fn frame(&mut self, type_: &str, obj: &Value) -> Bytes {
+        if self.protobuf() {
+            match crate::protobuf::encode_watch_frame(type_, obj, &self.res.schema) {
+                Ok(f) => return Bytes::from(f),
+                Err(e) => {
+                    return self.error(&ApiError::internal(format!("encoding a watch event: {e}")))
+                }
+            }
+        }
+        line(type_, &self.object(obj))
+    }
+
+    /// An ERROR event carrying `e` as a Status.
+    fn error(&self, e: &ApiError) -> Bytes {
+        if self.protobuf() {
+            return Bytes::from(crate::protobuf::watch_frame(
+                "ERROR",
+                &crate::protobuf::encode_status(&e.to_status()),
+            ));
+        }
+        line("ERROR", &e.to_status())
     }
 
     fn object(&mut self, obj: &Value) -> Value {
