@@ -18,6 +18,13 @@ need_openapi_spec_validator() {
   python3 -m pip install --quiet openapi-spec-validator
 }
 
+# tests/tests/discovery.rs generates a Python client from /openapi/v3 with it.
+need_client_generator() {
+  if python3 -c 'import datamodel_code_generator' >/dev/null 2>&1; then return; fi
+  echo "==> datamodel-code-generator not found; installing it from PyPI"
+  python3 -m pip install --quiet datamodel-code-generator
+}
+
 # tests/tests/discovery.rs renders /docs in headless Chromium.
 need_chromium() {
   if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then return; fi
@@ -43,6 +50,7 @@ echo "==> kubectl: $(kubectl version --client 2>/dev/null | head -n1)"
 need_etcd_and_protoc
 echo "==> etcd: $(etcd --version 2>/dev/null | head -n1); $(protoc --version)"
 need_openapi_spec_validator
+need_client_generator
 need_chromium
 
 echo "==> cargo fmt --check"

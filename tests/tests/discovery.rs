@@ -619,3 +619,71 @@ fn kubectl_validates_list_files_with_the_v2_protobuf_document() {
         String::from_utf8_lossy(&again.stderr)
     );
 }
+
+/// A client generator accepts the OpenAPI v3 documents: datamodel-code-generator (PyPI)
+/// turns each group-version document into Python models that import and validate an
+/// object of a shipped kind.
+#[test]
+fn a_client_generator_accepts_the_openapi_v3_documents() {
+    let probe = Command::new("python3")
+        .args(["-c", "import datamodel_code_generator"])
+        .output()
+        .expect("python3");
+    assert!(
+        probe.status.success(),
+        "datamodel-code-generator is missing: `python3 -m pip install datamodel-code-generator` (tests/run.sh installs it)"
+    );
+    let out_dir = tempfile::TempDir::with_prefix("openapi-client-").unwrap();
+    for (doc, package, module, class, object) in [
+        (
+            "api__v1.json",
+            "core_client",
+            "io.k8s.api.core.v1",
+            "ConfigMap",
+            r#"{"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "b"}}"#,
+        ),
+        (
+            "apis__example.dev__v1.json",
+            "example_client",
+            "dev.example.v1",
+            "Widget",
+            r#"{"apiVersion": "example.dev/v1", "kind": "Widget", "spec": {"color": "red"}}"#,
+        ),
+    ] {
+        let input = workspace_root()
+            .join("server/src/generated/openapi")
+            .join(doc);
+        let target = out_dir.path().join(package);
+        let generate = Command::new("python3")
+            .args([
+                "-m",
+                "datamodel_code_generator",
+                "--input-file-type",
+                "openapi",
+                "--input",
+            ])
+            .arg(&input)
+            .arg("--output")
+            .arg(&target)
+            .output()
+            .expect("running datamodel-code-generator");
+        assert!(
+            generate.status.success(),
+            "generating a client from {doc} failed:\n{}",
+            String::from_utf8_lossy(&generate.stderr)
+        );
+        let script = format!("import json, {package}.{module} as m\nobj = m.{class}.model_validate(json.loads('{object}'))\nprint(type(obj).__name__)");
+        let run = Command::new("python3")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(out_dir.path())
+            .output()
+            .expect("python3");
+        assert!(
+            run.status.success(),
+            "the generated client for {doc} does not work:\n{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&run.stdout).trim(), class);
+    }
+}
