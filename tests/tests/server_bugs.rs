@@ -203,7 +203,16 @@ async fn status_put_without_status_clears_it() {
     )
     .await;
     assert_eq!(resp.status, 200, "{}", resp.text);
-    let resp = raw_request(&c, "PUT", &format!("{WIDGETS}/w/status"), JSON, w).await;
+    // Custom resources take no unconditional update (status included): name the version.
+    let rv = resp.json["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let w = w.replace(
+        r#""name":"w"}"#,
+        &format!(r#""name":"w","resourceVersion":"{rv}"}}"#),
+    );
+    let resp = raw_request(&c, "PUT", &format!("{WIDGETS}/w/status"), JSON, w.as_str()).await;
     assert_eq!(
         resp.status, 200,
         "PUT /status without status: {}",

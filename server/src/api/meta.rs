@@ -235,12 +235,18 @@ pub fn validate_object_meta(obj: &Value) -> Vec<StatusCause> {
         Value::Null => {}
         Value::Array(refs) => {
             let mut controllers = 0;
-            for (i, r) in refs.iter().enumerate() {
-                for f in ["apiVersion", "kind", "name", "uid"] {
+            for r in refs {
+                for (f, what) in [
+                    ("apiVersion", "version"),
+                    ("kind", "kind"),
+                    ("name", "name"),
+                    ("uid", "uid"),
+                ] {
                     if r.get(f).and_then(Value::as_str).is_none_or(str::is_empty) {
-                        causes.push(StatusCause::required(
-                            &format!("metadata.ownerReferences[{i}].{f}"),
+                        causes.push(StatusCause::invalid(
+                            &format!("metadata.ownerReferences.{f}"),
                             "",
+                            &format!("{what} must not be empty"),
                         ));
                     }
                 }
@@ -291,7 +297,7 @@ mod tests {
             .collect();
         assert!(fields.contains(&"metadata.labels".to_string()));
         assert!(fields.contains(&"metadata.finalizers[0]".to_string()));
-        assert!(fields.contains(&"metadata.ownerReferences[0].uid".to_string()));
+        assert!(fields.contains(&"metadata.ownerReferences.uid".to_string()));
     }
 
     #[test]

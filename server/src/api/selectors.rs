@@ -295,7 +295,9 @@ pub struct FieldSelector(Vec<(String, bool, String)>);
 impl FieldSelector {
     /// Parses a selector; `selectable` lists the fields (JSON paths without the leading
     /// dot) a resource can be filtered on besides `metadata.name` and `metadata.namespace`.
-    pub fn parse(s: &str, selectable: &[&str]) -> Result<Self, String> {
+    /// Core kinds with fields of their own word an unknown field as kube-apiserver's
+    /// per-kind conversions do (`core_kind`).
+    pub fn parse(s: &str, selectable: &[&str], core_kind: bool) -> Result<Self, String> {
         let mut terms = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (field, negate, value) = if let Some((f, v)) = part.split_once("!=") {
@@ -314,7 +316,18 @@ impl FieldSelector {
                 && field != "metadata.namespace"
                 && !selectable.contains(&field)
             {
-                return Err(format!("field label not supported: {field}"));
+                if core_kind && !selectable.is_empty() {
+                    return Err(format!("field label not supported: {field}"));
+                }
+                let known: Vec<String> = ["metadata.name", "metadata.namespace"]
+                    .iter()
+                    .chain(selectable.iter())
+                    .map(|f| format!("{f:?}"))
+                    .collect();
+                return Err(format!(
+                    "{field:?} is not a known field selector: only {}",
+                    known.join(", ")
+                ));
             }
             terms.push((field.to_string(), negate, value.trim().to_string()));
         }
@@ -407,19 +420,21 @@ mod tests {
     #[test]
     fn field_selectors() {
         let obj = serde_json::json!({"metadata": {"name": "a", "namespace": "ns"}, "spec": {"color": "red"}});
-        assert!(FieldSelector::parse("metadata.name=a", &[])
+        assert!(FieldSelector::parse("metadata.name=a", &[], false)
             .unwrap()
             .matches(&obj));
-        assert!(!FieldSelector::parse("metadata.name!=a", &[])
+        assert!(!FieldSelector::parse("metadata.name!=a", &[], false)
             .unwrap()
             .matches(&obj));
-        assert!(FieldSelector::parse("spec.color==red", &["spec.color"])
-            .unwrap()
-            .matches(&obj));
-        assert_eq!(
-            FieldSelector::parse("spec.color=red", &[]).unwrap_err(),
-            "field label not supported: spec.color"
+        assert!(
+            FieldSelector::parse("spec.color==red", &["spec.color"], false)
+                .unwrap()
+                .matches(&obj)
         );
-        assert!(FieldSelector::parse("nonsense", &[]).is_err());
+        assert_eq!(
+            FieldSelector::parse("spec.color=red", &[], false).unwrap_err(),
+            "\"spec.color\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        );
+        assert!(FieldSelector::parse("nonsense", &[], false).is_err());
     }
 }

@@ -43,6 +43,37 @@ impl StatusCause {
         }
     }
 
+    /// `FieldValueNotSupported`: `value` (already rendered) is not one of `supported`.
+    pub fn unsupported(field: &str, value: &str, supported: &[&str]) -> Self {
+        let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        StatusCause {
+            reason: "FieldValueNotSupported".into(),
+            message: format!(
+                "Unsupported value: {value}: supported values: {}",
+                list.join(", ")
+            ),
+            field: field.into(),
+        }
+    }
+
+    /// `FieldValueForbidden` at `field`.
+    pub fn forbidden(field: &str, detail: &str) -> Self {
+        StatusCause {
+            reason: "FieldValueForbidden".into(),
+            message: format!("Forbidden: {detail}"),
+            field: field.into(),
+        }
+    }
+
+    /// `FieldValueTooLong` at `field`.
+    pub fn too_long(field: &str, detail: &str) -> Self {
+        StatusCause {
+            reason: "FieldValueTooLong".into(),
+            message: format!("Too long: {detail}"),
+            field: field.into(),
+        }
+    }
+
     /// `FieldValueDuplicate` at `field`.
     pub fn duplicate(field: &str, value: &str) -> Self {
         StatusCause {
@@ -189,53 +220,16 @@ impl ApiError {
         }
     }
 
-    /// 422 Invalid for request options (query parameters), as kube-apiserver words it.
-    pub fn invalid_options(field: &str, detail: &str) -> Self {
-        let cause = StatusCause {
-            reason: "FieldValueInvalid".into(),
-            message: format!("Invalid value: {detail}"),
-            field: field.into(),
-        };
+    /// 422 Invalid for request options (query parameters): `options` is the options kind
+    /// (`CreateOptions`, `UpdateOptions`, `PatchOptions`, `DeleteOptions`, `ListOptions`).
+    pub fn invalid_options(options: &str, cause: StatusCause) -> Self {
+        let message = format!(
+            "{options}.meta.k8s.io \"\" is invalid: {}: {}",
+            cause.field, cause.message
+        );
         ApiError {
-            details: Some(
-                json!({ "kind": "ListOptions", "group": "meta.k8s.io", "causes": [cause] }),
-            ),
-            ..Self::new(
-                422,
-                "Invalid",
-                format!(
-                    "ListOptions.meta.k8s.io \"\" is invalid: {field}: Invalid value: {detail}"
-                ),
-            )
-        }
-    }
-
-    /// 422 Invalid for PatchOptions (query parameters of a patch).
-    pub fn invalid_patch_options(field: &str, detail: &str) -> Self {
-        let message = if detail.starts_with("Required value") {
-            detail.to_string()
-        } else {
-            format!("Forbidden: {detail}")
-        };
-        let reason = if detail.starts_with("Required value") {
-            "FieldValueRequired"
-        } else {
-            "FieldValueForbidden"
-        };
-        let cause = StatusCause {
-            reason: reason.into(),
-            message: message.clone(),
-            field: field.into(),
-        };
-        ApiError {
-            details: Some(
-                json!({ "kind": "PatchOptions", "group": "meta.k8s.io", "causes": [cause] }),
-            ),
-            ..Self::new(
-                422,
-                "Invalid",
-                format!("PatchOptions.meta.k8s.io \"\" is invalid: {field}: {message}"),
-            )
+            details: Some(json!({ "kind": options, "group": "meta.k8s.io", "causes": [cause] })),
+            ..Self::new(422, "Invalid", message)
         }
     }
 

@@ -15,7 +15,7 @@ use super::table::{table, IncludeObject};
 use super::{ApiState, ResourceRoute};
 use crate::api::selectors::{FieldSelector, LabelSelector};
 use crate::api::status::success;
-use crate::api::ApiError;
+use crate::api::{ApiError, StatusCause};
 use crate::catalog::ApiResource;
 use crate::registry::apply;
 use crate::registry::managed_fields::manager_name;
@@ -102,23 +102,29 @@ fn name(req: &HttpRequest) -> String {
     req.match_info().get("name").unwrap_or_default().to_string()
 }
 
-fn dry_run(v: &Option<String>) -> Result<bool, ApiError> {
+fn dry_run(v: &Option<String>, options: &str) -> Result<bool, ApiError> {
     match v.as_deref() {
         None | Some("") => Ok(false),
         Some("All") => Ok(true),
-        Some(other) => Err(ApiError::bad_request(format!(
-            "dryRun: Unsupported value: {other:?}: supported values: \"All\""
-        ))),
+        Some(other) => Err(ApiError::invalid_options(
+            options,
+            StatusCause::unsupported("dryRun", &format!("[]string{{{other:?}}}"), &["All"]),
+        )),
     }
 }
 
 /// The write context of a request: dryRun and the field manager (fieldManager, else the
 /// User-Agent's product token, as kube-apiserver derives it).
-fn write_context(req: &HttpRequest, opts: &WriteOptions) -> Result<WriteContext, ApiError> {
+fn write_context(
+    req: &HttpRequest,
+    opts: &WriteOptions,
+    options: &str,
+) -> Result<WriteContext, ApiError> {
     let manager = opts.field_manager.as_deref();
     if manager.is_some_and(|m| m.len() > 128) {
-        return Err(ApiError::bad_request(
-            "fieldManager: Too long: may not be more than 128 bytes",
+        return Err(ApiError::invalid_options(
+            options,
+            StatusCause::too_long("fieldManager", "may not be more than 128 bytes"),
         ));
     }
     let ua = req
@@ -126,7 +132,7 @@ fn write_context(req: &HttpRequest, opts: &WriteOptions) -> Result<WriteContext,
         .get(actix_web::http::header::USER_AGENT)
         .and_then(|v| v.to_str().ok());
     Ok(WriteContext {
-        dry_run: dry_run(&opts.dry_run)?,
+        dry_run: dry_run(&opts.dry_run, options)?,
         manager: manager_name(manager, ua),
         apply: false,
     })
@@ -146,6 +152,7 @@ fn field_validation(
     obj: &mut Value,
     mode: Option<&str>,
     duplicates: &[String],
+    options: &str,
 ) -> Result<Vec<String>, ApiError> {
     let unknown = prune(obj, &res.schema);
     let problems: Vec<String> = duplicates
@@ -167,7 +174,14 @@ fn field_validation(
                 list.join(", ")
             )))
         }
-        other => Err(ApiError::bad_request(format!("fieldValidation: Unsupported value: {other:?}: supported values: \"Ignore\", \"Warn\", \"Strict\""))),
+        other => Err(ApiError::invalid_options(
+            options,
+            StatusCause::unsupported(
+                "fieldValidation",
+                &format!("{other:?}"),
+                &["", "Ignore", "Strict", "Warn"],
+            ),
+        )),
     }
 }
 
@@ -219,8 +233,11 @@ async fn check_read_version(
         .filter(|s| !s.is_empty());
     if is_list && rv_match.is_some() && rv.is_none() {
         return Err(ApiError::invalid_options(
-            "resourceVersionMatch",
-            "\"\": resourceVersionMatch is forbidden unless resourceVersion is provided",
+            "ListOptions",
+            StatusCause::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ),
         ));
     }
     if is_list
@@ -231,14 +248,21 @@ async fn check_read_version(
             .is_some_and(|c| !c.is_empty())
     {
         return Err(ApiError::invalid_options(
-            "resourceVersion",
-            "specifying resource version is not allowed when using continue",
+            "ListOptions",
+            StatusCause::forbidden(
+                "resourceVersion",
+                "specifying resource version is not allowed when using continue",
+            ),
         ));
     }
     if let Some(m) = rv_match.filter(|m| !["Exact", "NotOlderThan"].contains(m)) {
         return Err(ApiError::invalid_options(
-            "resourceVersionMatch",
-            &format!("{m:?}: supported values: \"Exact\", \"NotOlderThan\""),
+            "ListOptions",
+            StatusCause::unsupported(
+                "resourceVersionMatch",
+                &format!("{m:?}"),
+                &["Exact", "NotOlderThan", ""],
+            ),
         ));
     }
     let Some(rv) = rv else { return Ok(()) };
@@ -248,8 +272,11 @@ async fn check_read_version(
     if n == 0 {
         if rv_match == Some("Exact") {
             return Err(ApiError::invalid_options(
-                "resourceVersionMatch",
-                "\"Exact\": resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"",
+                "ListOptions",
+                StatusCause::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ),
             ));
         }
         return Ok(());
@@ -273,6 +300,7 @@ fn list_options(res: &ApiResource, opts: &ReadOptions) -> Result<ListOptions, Ap
     let fields = FieldSelector::parse(
         opts.field_selector.as_deref().unwrap_or_default(),
         res.def.selectable_fields,
+        res.def.group.is_empty(),
     )
     .map_err(ApiError::bad_request)?;
     // Exact serves the list as of that revision (from the storage history).
@@ -318,8 +346,11 @@ async fn serve_list(
         let send_initial_events = flag(&opts.send_initial_events, "sendInitialEvents")?;
         if send_initial_events && opts.resource_version_match.as_deref() != Some("NotOlderThan") {
             return Err(ApiError::invalid_options(
-                "resourceVersionMatch",
-                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                "ListOptions",
+                StatusCause::forbidden(
+                    "resourceVersionMatch",
+                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                ),
             ));
         }
         let w = super::watch::WatchRequest {
@@ -403,10 +434,16 @@ pub async fn create(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
         &mut obj,
         opts.field_validation.as_deref(),
         &body_duplicates(&req, &body),
+        "CreateOptions",
     )?;
     let created = state
         .store
-        .create(&res, ns.as_deref(), obj, &write_context(&req, &opts)?)
+        .create(
+            &res,
+            ns.as_deref(),
+            obj,
+            &write_context(&req, &opts, "CreateOptions")?,
+        )
         .await?;
     Ok(with_warnings(
         respond_object(&req, 201, &created, repr, &res),
@@ -433,7 +470,7 @@ pub async fn update(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
                 ns.as_deref(),
                 &name(&req),
                 Target::Main,
-                &write_context(&req, &opts)?,
+                &write_context(&req, &opts, "UpdateOptions")?,
                 |old| apply_scale(&res, old, &scale),
             )
             .await?;
@@ -446,6 +483,7 @@ pub async fn update(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
         &mut obj,
         opts.field_validation.as_deref(),
         &body_duplicates(&req, &body),
+        "UpdateOptions",
     )?;
     let updated = state
         .store
@@ -455,7 +493,7 @@ pub async fn update(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
             &name(&req),
             obj,
             target(&route),
-            &write_context(&req, &opts)?,
+            &write_context(&req, &opts, "UpdateOptions")?,
         )
         .await?;
     Ok(with_warnings(
@@ -475,9 +513,9 @@ pub async fn patch(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) ->
         return apply_patch(req, body, state, res, route, opts, repr).await;
     }
     if opts.force.is_some() {
-        return Err(ApiError::invalid_patch_options(
-            "force",
-            "may not be specified for non-apply patch",
+        return Err(ApiError::invalid_options(
+            "PatchOptions",
+            StatusCause::forbidden("force", "may not be specified for non-apply patch"),
         ));
     }
     enum Kind {
@@ -514,7 +552,7 @@ pub async fn patch(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) ->
             ns.as_deref(),
             &name(&req),
             target(&route),
-            &write_context(&req, &opts)?,
+            &write_context(&req, &opts, "PatchOptions")?,
             |old| {
                 let scale = route.subresource == Some("scale");
                 let mut new = if scale {
@@ -546,7 +584,7 @@ pub async fn patch(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) ->
                     return apply_scale(&res, old, &new);
                 }
                 super::negotiation::check_type_meta(&new, &res)?;
-                let w = field_validation(&res, &mut new, mode.as_deref(), &[])?;
+                let w = field_validation(&res, &mut new, mode.as_deref(), &[], "PatchOptions")?;
                 *warnings.lock().unwrap_or_else(|e| e.into_inner()) = w;
                 Ok(new)
             },
@@ -581,13 +619,13 @@ async fn apply_patch(
         .as_deref()
         .filter(|m| !m.is_empty())
         .ok_or_else(|| {
-            ApiError::invalid_patch_options(
-                "fieldManager",
-                "Required value: is required for apply patch",
+            ApiError::invalid_options(
+                "PatchOptions",
+                StatusCause::required("fieldManager", "is required for apply patch"),
             )
         })?;
     let force = flag(&opts.force, "force")?;
-    let mut ctx = write_context(&req, &opts)?;
+    let mut ctx = write_context(&req, &opts, "PatchOptions")?;
     ctx.apply = true;
     let subresource = match route.subresource {
         Some("status") => Some("status"),
@@ -636,7 +674,13 @@ async fn apply_patch(
     }
     let ns = namespace(&req);
     check_body_namespace(ns.as_deref(), &intent)?;
-    let warnings = field_validation(&res, &mut intent, opts.field_validation.as_deref(), &[])?;
+    let warnings = field_validation(
+        &res,
+        &mut intent,
+        opts.field_validation.as_deref(),
+        &[],
+        "PatchOptions",
+    )?;
     let precondition = intent["metadata"]["resourceVersion"]
         .as_str()
         .filter(|s| !s.is_empty())
@@ -712,13 +756,20 @@ pub async fn delete(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
     let body_dry_run = options["dryRun"]
         .as_array()
         .is_some_and(|a| a.iter().any(|v| v == "All"));
-    let dry = dry_run(&opts.dry_run)? || body_dry_run;
+    let dry = dry_run(&opts.dry_run, "DeleteOptions")? || body_dry_run;
     let policy = opts
         .propagation_policy
         .as_deref()
         .or(options["propagationPolicy"].as_str());
     if let Some(p) = policy.filter(|p| !["Orphan", "Background", "Foreground"].contains(p)) {
-        return Err(ApiError::bad_request(format!("propagationPolicy: Unsupported value: {p:?}: supported values: \"Orphan\", \"Background\", \"Foreground\"")));
+        return Err(ApiError::invalid_options(
+            "DeleteOptions",
+            StatusCause::unsupported(
+                "propagationPolicy",
+                &format!("{p:?}"),
+                &["Foreground", "Background", "Orphan", "nil"],
+            ),
+        ));
     }
     let uid = options["preconditions"]["uid"].as_str();
     let rv = options["preconditions"]["resourceVersion"].as_str();
@@ -747,7 +798,7 @@ pub async fn delete_collection(req: HttpRequest, state: web::Data<ApiState>) -> 
     list_opts.limit = 0;
     list_opts.continue_token = None;
     let dq: DeleteQuery = query(&req)?;
-    let dry = dry_run(&dq.dry_run)?;
+    let dry = dry_run(&dq.dry_run, "DeleteOptions")?;
     let repr = write_representation(&req)?;
     let ns = namespace(&req);
     let page = state.store.list(&res, ns.as_deref(), &list_opts).await?;

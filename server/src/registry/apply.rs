@@ -57,8 +57,21 @@ pub fn apply(
 ) -> Result<Value, ApiError> {
     let include_status = subresource == Some("status") || !res.def.status_subresource;
     let mut scoped_intent = intent.clone();
-    if !include_status {
-        if let Some(m) = scoped_intent.as_object_mut() {
+    if let Some(m) = scoped_intent.as_object_mut() {
+        if subresource == Some("status") {
+            // /status takes status only; the rest of the configuration is ignored.
+            m.retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "status"));
+            let meta = intent["metadata"].as_object().map(|md| {
+                md.iter()
+                    .filter(|(k, _)| *k == "name" || *k == "namespace")
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            });
+            m.insert(
+                "metadata".into(),
+                meta.map(Value::Object).unwrap_or_else(|| json!({})),
+            );
+        } else if !include_status {
             m.remove("status");
         }
     }
@@ -130,10 +143,26 @@ pub fn apply(
                 && !owners.iter().any(|o| !is_me(o) && o.fields.contains(*p))
         })
         .collect();
-    // Deepest first, so a removed list item does not hide its removed fields.
+    // A dropped keyed list item (`k:{..}` / `v:..` with its `.`) goes whole, before its
+    // fields: removing its key fields first would leave an item nobody can find.
+    let items: Vec<Path> = dropped
+        .iter()
+        .filter(|p| {
+            p.last().is_some_and(|e| e == ".")
+                && p.len() >= 2
+                && (p[p.len() - 2].starts_with("k:") || p[p.len() - 2].starts_with("v:"))
+        })
+        .map(|p| p[..p.len() - 1].to_vec())
+        .collect();
+    for item in &items {
+        remove_at(&mut merged, item);
+    }
+    dropped.retain(|p| !items.iter().any(|i| p.starts_with(i)));
+    // Deepest first, so removing a parent never hides a child still to remove.
     dropped.sort_by_key(|p| std::cmp::Reverse(p.len()));
     for p in dropped {
         remove_at(&mut merged, p);
+        prune_empty_parents(&mut merged, p);
     }
 
     if force {
@@ -168,6 +197,19 @@ pub fn apply(
             now,
             &applied_paths,
         ));
+    }
+    // Nothing changed (same fields, same ownership): keep the live object, entry times
+    // included, so the apply writes nothing.
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        crate::api::meta::metadata_mut(&mut v).remove("managedFields");
+        v
+    };
+    if strip(&merged) == strip(live)
+        && previous == applied_paths
+        && (!force || conflicts.is_empty())
+    {
+        return Ok(live.clone());
     }
     crate::api::meta::metadata_mut(&mut merged)
         .insert("managedFields".into(), Value::Array(entries));
@@ -226,7 +268,7 @@ fn conflict_error(conflicts: &BTreeMap<(String, String, String), Vec<Path>>) -> 
                 field: f.clone(),
             });
         }
-        if fields.len() == 1 {
+        if total == 1 {
             parts.push(format!("conflict with {who}: {}", fields[0]));
         } else {
             parts.push(format!("conflicts with {who}:\n- {}", fields.join("\n- ")));
@@ -282,6 +324,23 @@ fn step<'a>(v: &'a Value, el: &str) -> Option<&'a Value> {
 
 fn value_at<'a>(obj: &'a Value, path: &Path) -> Option<&'a Value> {
     path.iter().try_fold(obj, |v, el| step(v, el))
+}
+
+/// After a removal, containers left empty by it go too (a manager that stops applying its
+/// last label leaves no `labels: {}` behind).
+fn prune_empty_parents(obj: &mut Value, path: &Path) {
+    let mut parent = path.clone();
+    while parent.len() > 1 {
+        parent.pop();
+        if parent.last().is_some_and(|e| !e.starts_with("f:")) {
+            return;
+        }
+        match value_at(obj, &parent) {
+            Some(Value::Object(m)) if m.is_empty() => remove_at(obj, &parent),
+            Some(Value::Array(a)) if a.is_empty() => remove_at(obj, &parent),
+            _ => return,
+        }
+    }
 }
 
 fn remove_at(obj: &mut Value, path: &Path) {

@@ -428,10 +428,23 @@ impl Store {
         let Some(kv) = kv else {
             return Err(ApiError::not_found(res, name));
         };
-        if let Some(rv) = meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()) {
-            if rv != kv.mod_revision.to_string() {
-                return Err(ApiError::conflict(res, name));
+        match meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()) {
+            Some(rv) if rv != kv.mod_revision.to_string() => {
+                return Err(ApiError::conflict(res, name))
             }
+            Some(_) => {}
+            None if !strategy_for(res).allow_unconditional_update() => {
+                return Err(ApiError::invalid(
+                    res,
+                    name,
+                    vec![StatusCause::invalid(
+                        "metadata.resourceVersion",
+                        "0x0",
+                        "must be specified for an update",
+                    )],
+                ));
+            }
+            None => {}
         }
         let old = decode(res, &kv)?;
         self.write_update(res, ns, name, old, kv.mod_revision, obj, target, ctx)
@@ -491,14 +504,51 @@ impl Store {
         ctx: &WriteContext,
     ) -> Result<Value, ApiError> {
         let strategy = strategy_for(res);
+        // A uid in the body is a precondition.
+        if let Some(uid) = meta_str(&obj, "uid").filter(|u| !u.is_empty()) {
+            let actual = meta_str(&old, "uid").unwrap_or_default();
+            if uid != actual {
+                return Err(ApiError {
+                    message: format!("Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}", res.qualified_resource()),
+                    ..ApiError::conflict(res, name)
+                });
+            }
+        }
+        // An object being deleted may lose finalizers but gain none.
+        if meta_str(&old, "deletionTimestamp").is_some() {
+            let had: Vec<&Value> = old["metadata"]["finalizers"]
+                .as_array()
+                .map(|a| a.iter().collect())
+                .unwrap_or_default();
+            let added: Vec<String> = obj["metadata"]["finalizers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|f| !had.contains(f))
+                .filter_map(|f| f.as_str().map(|s| format!("{s:?}")))
+                .collect();
+            if !added.is_empty() {
+                let detail = format!("no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}", added.join(", "));
+                return Err(ApiError::invalid(
+                    res,
+                    name,
+                    vec![StatusCause::forbidden("metadata.finalizers", &detail)],
+                ));
+            }
+        }
         if let Some(body_name) = meta_str(&obj, "name") {
             if body_name != name {
                 return Err(ApiError::bad_request(format!("the name of the object ({body_name}) does not match the name on the URL ({name})")));
             }
         }
         if target == Target::Status {
-            // The status endpoint changes status only.
+            // The status endpoint changes status only (and, for an apply, who owns it).
             let mut merged = old.clone();
+            if ctx.apply {
+                if let Some(mf) = obj["metadata"].get("managedFields") {
+                    metadata_mut(&mut merged).insert("managedFields".into(), mf.clone());
+                }
+            }
             match obj.get("status") {
                 Some(st) => merged["status"] = st.clone(),
                 None => {

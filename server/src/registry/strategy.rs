@@ -54,6 +54,11 @@ pub trait Strategy: Send + Sync {
     fn name_is_label(&self) -> bool {
         false
     }
+    /// Whether a PUT without `metadata.resourceVersion` is allowed (core kinds) or must
+    /// name the version it replaces (custom resources, as CRDs do).
+    fn allow_unconditional_update(&self) -> bool {
+        !self.tracks_generation()
+    }
     /// Whether `metadata.generation` tracks spec changes (custom resources do; ConfigMaps
     /// and Secrets do not carry it).
     fn tracks_generation(&self) -> bool {
