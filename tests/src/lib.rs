@@ -339,6 +339,34 @@ impl TestServer {
         }
     }
 
+    /// Kills the server and starts it again on the same port and data directory, so
+    /// clients that hold its address reconnect to the new process.
+    ///
+    /// # Panics
+    ///
+    /// When the new server does not come up (the port stays taken, or it fails).
+    pub fn restart(&mut self) {
+        self.stop();
+        let bin = server_binary();
+        let mut last = String::new();
+        // The old process's socket may linger a moment.
+        for _ in 0..50 {
+            match spawn(bin, self.data_dir.path(), self.port) {
+                Ok(s) => {
+                    self.child = Some(s.child);
+                    self.stderr = s.stderr;
+                    return;
+                }
+                Err(f) if f.contains("cannot listen") => {
+                    last = f;
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(f) => panic!("{f}"),
+            }
+        }
+        panic!("{last}")
+    }
+
     /// Whether the server process is still running.
     pub fn is_running(&mut self) -> bool {
         match &mut self.child {
