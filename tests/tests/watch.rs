@@ -138,3 +138,64 @@ async fn reflector_stays_in_sync_through_changes_selectors_and_a_restart() {
 
     driver.abort();
 }
+
+/// 1,000 concurrent watchers on one collection each see every event exactly once, in
+/// order.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_thousand_watchers_each_see_every_event_once_in_order() {
+    const WATCHERS: usize = 1000;
+    const EVENTS: usize = 20;
+    let server = TestServer::start();
+    let client = server.client().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let start_rv = api
+        .list_metadata(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+
+    let mut watchers = Vec::with_capacity(WATCHERS);
+    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(WATCHERS);
+    for _ in 0..WATCHERS {
+        let api = api.clone();
+        let rv = start_rv.clone();
+        let ready = ready_tx.clone();
+        watchers.push(tokio::spawn(async move {
+            let params = kube::api::WatchParams::default().timeout(60);
+            let stream = api.watch(&params, &rv).await.expect("opening a watch");
+            let _ = ready.send(()).await;
+            futures_util::pin_mut!(stream);
+            let mut seen = Vec::new();
+            while seen.len() < EVENTS {
+                match stream.next().await {
+                    Some(Ok(kube::api::WatchEvent::Added(cm))) => {
+                        seen.push(cm.metadata.name.unwrap_or_default())
+                    }
+                    Some(Ok(other)) => panic!("unexpected event {other:?}"),
+                    Some(Err(e)) => panic!("watch failed: {e}"),
+                    None => break,
+                }
+            }
+            seen
+        }));
+    }
+    for _ in 0..WATCHERS {
+        ready_rx.recv().await.expect("every watcher opens");
+    }
+    let pp = PostParams::default();
+    for i in 0..EVENTS {
+        api.create(&pp, &cm(&format!("e{i:02}"), "x", "v"))
+            .await
+            .unwrap();
+    }
+    let want: Vec<String> = (0..EVENTS).map(|i| format!("e{i:02}")).collect();
+    for (n, w) in watchers.into_iter().enumerate() {
+        let seen = tokio::time::timeout(Duration::from_secs(60), w)
+            .await
+            .expect("watchers finish")
+            .expect("watcher task");
+        assert_eq!(seen, want, "watcher {n} saw {seen:?}");
+    }
+}

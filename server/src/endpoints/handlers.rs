@@ -9,7 +9,10 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::negotiation::{decode_body, representation, respond, respond_object, Representation};
+use super::negotiation::{
+    decode_body, partial_metadata, partial_metadata_list, representation, respond, respond_object,
+    Representation,
+};
 use super::scale::{apply_scale, to_scale};
 use super::table::{table, IncludeObject};
 use super::{ApiState, ResourceRoute};
@@ -385,6 +388,14 @@ async fn serve_list(
             repr,
         ));
     }
+    if repr == Representation::PartialMetadata {
+        return Ok(respond(
+            &req,
+            200,
+            &partial_metadata_list(list_meta, &page.items),
+            repr,
+        ));
+    }
     let body = json!({ "kind": res.def.list_kind, "apiVersion": res.api_version(), "metadata": list_meta, "items": page.items });
     Ok(respond_object(&req, 200, &body, repr, &res))
 }
@@ -401,6 +412,9 @@ pub async fn get(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
         .await?;
     if route.subresource == Some("scale") {
         return Ok(respond(&req, 200, &to_scale(&res, &obj)?, write_repr(repr)));
+    }
+    if repr == Representation::PartialMetadata {
+        return Ok(respond(&req, 200, &partial_metadata(&obj), repr));
     }
     if repr == Representation::Table {
         let include =
@@ -833,7 +847,7 @@ fn write_representation(req: &HttpRequest) -> Result<Representation, ApiError> {
 
 fn write_repr(r: Representation) -> Representation {
     match r {
-        Representation::Table => Representation::Json,
+        Representation::Table | Representation::PartialMetadata => Representation::Json,
         other => other,
     }
 }

@@ -177,6 +177,24 @@ pub enum Representation {
     Table,
     /// Kubernetes protobuf, for kinds with field numbers (others fall back to JSON).
     Protobuf,
+    /// Metadata only: `PartialObjectMetadata` / `PartialObjectMetadataList` (metadata
+    /// informers and kube-rs metadata watchers ask for it).
+    PartialMetadata,
+}
+
+/// An object reduced to its metadata, as a meta.k8s.io/v1 `PartialObjectMetadata`.
+pub fn partial_metadata(obj: &Value) -> Value {
+    serde_json::json!({ "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"] })
+}
+
+/// A List reduced to its items' metadata (`PartialObjectMetadataList`).
+pub fn partial_metadata_list(list_meta: Value, items: &[Value]) -> Value {
+    serde_json::json!({
+        "kind": "PartialObjectMetadataList",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list_meta,
+        "items": items.iter().map(partial_metadata).collect::<Vec<_>>(),
+    })
 }
 
 /// Picks the representation from `Accept`, in the client's order of preference.
@@ -202,6 +220,17 @@ pub fn representation(req: &HttpRequest) -> Result<Representation, ApiError> {
                 let v1 = params.contains(&"v=v1") && params.contains(&"g=meta.k8s.io");
                 if v1 {
                     return Ok(Representation::Table);
+                }
+            }
+            "application/json" if other_as => {
+                let meta_v1 = params.contains(&"g=meta.k8s.io")
+                    && (params.contains(&"v=v1") || params.contains(&"v=v1beta1"));
+                let partial = params.iter().any(|p| {
+                    p.eq_ignore_ascii_case("as=PartialObjectMetadata")
+                        || p.eq_ignore_ascii_case("as=PartialObjectMetadataList")
+                });
+                if meta_v1 && partial {
+                    return Ok(Representation::PartialMetadata);
                 }
             }
             "application/json" | "*/*" | "application/*" if !other_as => {

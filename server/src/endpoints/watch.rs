@@ -228,6 +228,9 @@ impl Encoder {
     }
 
     fn object(&mut self, obj: &Value) -> Value {
+        if self.repr == Representation::PartialMetadata {
+            return super::negotiation::partial_metadata(obj);
+        }
         if self.repr != Representation::Table {
             return obj.clone();
         }
