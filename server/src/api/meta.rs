@@ -5,6 +5,18 @@ use serde_json::{Map, Value};
 
 use super::StatusCause;
 
+/// ObjectMeta fields only the server sets; clients' values are dropped or ignored.
+pub const SERVER_SET_FIELDS: &[&str] = &[
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+];
+
 /// The object's `metadata` map, created when absent.
 pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
     if !obj.get("metadata").is_some_and(Value::is_object) {

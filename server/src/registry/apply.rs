@@ -13,18 +13,6 @@ use super::managed_fields::{field_set, from_tree, to_tree, Path};
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::ApiResource;
 
-/// Metadata a client may not apply (server-owned or identity).
-const IGNORED_META: &[&str] = &[
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "managedFields",
-    "selfLink",
-];
-
 /// One manager's entry, as read from managedFields.
 struct Owner {
     manager: String,
@@ -37,7 +25,7 @@ struct Owner {
 /// Prepares an apply configuration: drops what a client may not set.
 pub fn clean_intent(mut intent: Value) -> Value {
     if let Some(meta) = intent.get_mut("metadata").and_then(Value::as_object_mut) {
-        for f in IGNORED_META {
+        for f in crate::api::meta::SERVER_SET_FIELDS {
             meta.remove(*f);
         }
     }

@@ -17,19 +17,8 @@ use crate::catalog::ApiResource;
 /// A field path in FieldsV1 element form: `f:data`, `f:a`, `k:{"port":80}`, `v:"x"`, `.`.
 pub(crate) type Path = Vec<String>;
 
-const UNOWNED_META: &[&str] = &[
-    "name",
-    "namespace",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "managedFields",
-    "selfLink",
-    "generateName",
-];
+/// Identity, never owned by a manager.
+const IDENTITY_META: &[&str] = &["name", "namespace", "generateName"];
 
 /// The manager name for a request: `fieldManager`, else the User-Agent's product token.
 pub fn manager_name(field_manager: Option<&str>, user_agent: Option<&str>) -> String {
@@ -65,10 +54,10 @@ pub(crate) fn field_set(
             "status" if !include_status => {}
             "metadata" => {
                 if let Some(meta) = v.as_object() {
-                    for (mk, mv) in meta
-                        .iter()
-                        .filter(|(mk, _)| !UNOWNED_META.contains(&mk.as_str()))
-                    {
+                    for (mk, mv) in meta.iter().filter(|(mk, _)| {
+                        !crate::api::meta::SERVER_SET_FIELDS.contains(&mk.as_str())
+                            && !IDENTITY_META.contains(&mk.as_str())
+                    }) {
                         let list_schema = match mk.as_str() {
                             "finalizers" => {
                                 json!({ "type": "array", "x-kubernetes-list-type": "set" })

@@ -10,7 +10,9 @@ use serde_json::{json, Value};
 
 use super::strategy::strategy_for;
 use super::{managed_fields, schema};
-use crate::api::meta::{meta_str, metadata_mut, now_rfc3339, validate_name, validate_object_meta};
+use crate::api::meta::{
+    meta_str, metadata_mut, now_rfc3339, validate_name, validate_object_meta, SERVER_SET_FIELDS,
+};
 use crate::api::selectors::{labels_of, FieldSelector, LabelSelector};
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::ApiResource;
@@ -19,18 +21,6 @@ use tokio::sync::mpsc;
 
 /// How many times a read-modify-write (patch) retries after losing a race.
 const MAX_PATCH_RETRIES: usize = 5;
-
-/// Fields that only the server sets; cleared from client input on create.
-const SERVER_OWNED_META: &[&str] = &[
-    "managedFields",
-    "uid",
-    "resourceVersion",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "selfLink",
-    "generation",
-];
 
 /// What a list asks for.
 #[derive(Debug, Default)]
@@ -329,7 +319,7 @@ impl Store {
         };
         {
             let meta = metadata_mut(&mut obj);
-            for f in SERVER_OWNED_META {
+            for f in SERVER_SET_FIELDS {
                 meta.remove(*f);
             }
             if let Some(mf) = applied_fields {
