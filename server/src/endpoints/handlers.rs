@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::negotiation::{
-    decode_body, partial_metadata, partial_metadata_list, representation, respond, respond_object,
-    Representation,
+    decode_body, partial_metadata, partial_metadata_list, representation, respond, respond_bytes,
+    respond_object, wants_pretty, Representation,
 };
 use super::scale::{apply_scale, to_scale};
 use super::table::{table, IncludeObject};
@@ -345,6 +345,14 @@ async fn serve_list(
     }
     let list_opts = list_options(&res, &opts)?;
     let repr = representation(&req)?;
+    if repr == Representation::Json
+        && !is_watch(&opts)
+        && list_opts.labels.is_empty()
+        && list_opts.fields.is_empty()
+        && !wants_pretty(&req)
+    {
+        return list_from_bytes(&req, &state, &res, &list_opts).await;
+    }
     if is_watch(&opts) {
         let send_initial_events = flag(&opts.send_initial_events, "sendInitialEvents")?;
         if send_initial_events && opts.resource_version_match.as_deref() != Some("NotOlderThan") {
@@ -398,6 +406,38 @@ async fn serve_list(
     }
     let body = json!({ "kind": res.def.list_kind, "apiVersion": res.api_version(), "metadata": list_meta, "items": page.items });
     Ok(respond_object(&req, 200, &body, repr, &res))
+}
+
+/// A plain JSON list assembled from the stored bytes of its items (no decoding).
+async fn list_from_bytes(
+    req: &HttpRequest,
+    state: &ApiState,
+    res: &ApiResource,
+    opts: &ListOptions,
+) -> Reply {
+    let page = state
+        .store
+        .list_json(res, namespace(req).as_deref(), opts)
+        .await?;
+    let mut list_meta = json!({ "resourceVersion": page.resource_version });
+    if let Some(c) = &page.continue_token {
+        list_meta["continue"] = json!(c);
+        list_meta["remainingItemCount"] = json!(page.remaining);
+    }
+    let head = json!({ "kind": res.def.list_kind, "apiVersion": res.api_version(), "metadata": list_meta });
+    let head = serde_json::to_vec(&head).unwrap_or_default();
+    let size: usize = page.items.iter().map(|i| i.len() + 1).sum();
+    let mut body = Vec::with_capacity(head.len() + size + 16);
+    body.extend_from_slice(&head[..head.len() - 1]);
+    body.extend_from_slice(b",\"items\":[");
+    for (i, item) in page.items.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(item);
+    }
+    body.extend_from_slice(b"]}");
+    Ok(respond_bytes(req, 200, "application/json", body))
 }
 
 /// GET on one object (or its status).

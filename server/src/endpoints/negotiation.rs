@@ -288,12 +288,7 @@ pub fn respond(
     value: &Value,
     repr: Representation,
 ) -> HttpResponse {
-    let status =
-        actix_web::http::StatusCode::from_u16(status).unwrap_or(actix_web::http::StatusCode::OK);
-    let pretty = req
-        .query_string()
-        .split('&')
-        .any(|kv| kv == "pretty=true" || kv == "pretty=1");
+    let pretty = wants_pretty(req);
     let (content_type, body) = match repr {
         Representation::Yaml => (
             "application/yaml",
@@ -310,6 +305,25 @@ pub fn respond(
             ("application/json", body.unwrap_or_default())
         }
     };
+    respond_bytes(req, status, content_type, body)
+}
+
+/// Whether `?pretty=true` asks for indented JSON.
+pub fn wants_pretty(req: &HttpRequest) -> bool {
+    req.query_string()
+        .split('&')
+        .any(|kv| kv == "pretty=true" || kv == "pretty=1")
+}
+
+/// Answers with an encoded body, gzip-compressed when large and the client accepts gzip.
+pub fn respond_bytes(
+    req: &HttpRequest,
+    status: u16,
+    content_type: &str,
+    body: Vec<u8>,
+) -> HttpResponse {
+    let status =
+        actix_web::http::StatusCode::from_u16(status).unwrap_or(actix_web::http::StatusCode::OK);
     let mut resp = HttpResponse::build(status);
     resp.content_type(content_type);
     if body.len() > GZIP_THRESHOLD && accepts_gzip(req) {

@@ -35,8 +35,8 @@ pub struct ListOptions {
 }
 
 /// One page of a list.
-pub struct ObjectList {
-    pub items: Vec<Value>,
+pub struct ObjectList<T = Value> {
+    pub items: Vec<T>,
     pub resource_version: String,
     pub continue_token: Option<String>,
     pub remaining: u64,
@@ -117,10 +117,47 @@ fn decode(res: &ApiResource, kv: &KeyValue) -> Result<Value, ApiError> {
     Ok(obj)
 }
 
+/// The stored form: no resourceVersion (it is the storage revision), and kind,
+/// apiVersion and metadata first so lists can be served from the bytes.
 fn encode(obj: &Value) -> Bytes {
-    let mut stored = obj.clone();
-    metadata_mut(&mut stored).remove("resourceVersion");
-    Bytes::from(serde_json::to_vec(&stored).expect("JSON values always serialize"))
+    let mut stored = serde_json::Map::new();
+    if let Some(m) = obj.as_object() {
+        for k in ["kind", "apiVersion", "metadata"] {
+            if let Some(v) = m.get(k) {
+                stored.insert(k.to_string(), v.clone());
+            }
+        }
+        for (k, v) in m {
+            if !stored.contains_key(k) {
+                stored.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("resourceVersion");
+    }
+    Bytes::from(serde_json::to_vec(&Value::Object(stored)).expect("JSON values always serialize"))
+}
+
+/// The stored JSON with `"resourceVersion":"<rev>"` spliced into its top-level metadata,
+/// when the layout allows it safely: the first `{` after the opening brace must open
+/// `"metadata"` (the store writes kind, apiVersion and metadata first). `None` otherwise.
+fn splice_resource_version(stored: &[u8], rev: u64) -> Option<Bytes> {
+    const KEY: &[u8] = b"\"metadata\":{";
+    let first_brace = stored.iter().skip(1).position(|b| *b == b'{')? + 1;
+    let start = (first_brace + 1).checked_sub(KEY.len())?;
+    if &stored[start..=first_brace] != KEY || stored.first() != Some(&b'{') {
+        return None;
+    }
+    let empty = stored.get(first_brace + 1) == Some(&b'}');
+    let mut out = Vec::with_capacity(stored.len() + 32);
+    out.extend_from_slice(&stored[..=first_brace]);
+    out.extend_from_slice(format!("\"resourceVersion\":\"{rev}\"").as_bytes());
+    if !empty {
+        out.push(b',');
+    }
+    out.extend_from_slice(&stored[first_brace + 1..]);
+    Some(Bytes::from(out))
 }
 
 fn with_rv(mut obj: Value, rev: u64) -> Value {
@@ -189,6 +226,44 @@ impl Store {
         ns: Option<&str>,
         opts: &ListOptions,
     ) -> Result<ObjectList, ApiError> {
+        let filtering = !opts.labels.is_empty() || !opts.fields.is_empty();
+        self.list_with(res, ns, opts, |kv| {
+            let obj = decode(res, kv)?;
+            let keep =
+                !filtering || (opts.labels.matches(&labels_of(&obj)) && opts.fields.matches(&obj));
+            Ok(keep.then_some(obj))
+        })
+        .await
+    }
+
+    /// Like [`Store::list`] without selectors, but each item as its JSON bytes, spliced
+    /// from storage without decoding (serve lists from bytes).
+    pub async fn list_json(
+        &self,
+        res: &ApiResource,
+        ns: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<ObjectList<Bytes>, ApiError> {
+        self.list_with(res, ns, opts, |kv| {
+            match splice_resource_version(&kv.value, kv.mod_revision) {
+                Some(b) => Ok(Some(b)),
+                None => Ok(Some(Bytes::from(
+                    serde_json::to_vec(&decode(res, kv)?).unwrap_or_default(),
+                ))),
+            }
+        })
+        .await
+    }
+
+    /// Pages through storage, keeping what `convert` returns (`None` drops an item), until
+    /// `limit` items are kept or the prefix ends.
+    async fn list_with<T>(
+        &self,
+        res: &ApiResource,
+        ns: Option<&str>,
+        opts: &ListOptions,
+        convert: impl Fn(&KeyValue) -> Result<Option<T>, ApiError>,
+    ) -> Result<ObjectList<T>, ApiError> {
         let prefix = Self::prefix(res, ns);
         // A continue token pins the snapshot of the first page; Exact pins a given one.
         let (mut start, pinned) = match opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
@@ -198,12 +273,9 @@ impl Store {
             }
             None => (None, opts.revision),
         };
-        let filtering = !opts.labels.is_empty() || !opts.fields.is_empty();
         let mut items = Vec::new();
         let mut revision = pinned;
         loop {
-            // Without selectors one page of `limit` keys is the answer; with them, keep
-            // reading until `limit` objects match.
             let want = if opts.limit == 0 {
                 0
             } else {
@@ -225,15 +297,11 @@ impl Store {
             })?;
             let page_rev = *revision.get_or_insert(page.revision);
             for kv in &page.items {
-                let obj = decode(res, kv)?;
-                if !filtering
-                    || (opts.labels.matches(&labels_of(&obj)) && opts.fields.matches(&obj))
-                {
-                    items.push(obj);
+                if let Some(item) = convert(kv)? {
+                    items.push(item);
                 }
                 start = Some(kv.key.clone());
             }
-            let full = opts.limit > 0 && items.len() >= opts.limit;
             if page.remaining == 0 || page.items.is_empty() {
                 return Ok(ObjectList {
                     items,
@@ -242,10 +310,11 @@ impl Store {
                     remaining: 0,
                 });
             }
-            if full {
+            if opts.limit > 0 && items.len() >= opts.limit {
                 let last = start.as_deref().unwrap_or_default();
                 let token = encode_continue(page_rev, &last[prefix.len()..]);
                 // The count of what follows is only exact without selectors.
+                let filtering = !opts.labels.is_empty() || !opts.fields.is_empty();
                 let remaining = if filtering { 0 } else { page.remaining };
                 return Ok(ObjectList {
                     items,
@@ -897,4 +966,30 @@ fn decode_continue(token: &str, prefix: &str) -> Result<(String, u64), ApiError>
         .and_then(Value::as_u64)
         .ok_or_else(|| bad("missing resource version"))?;
     Ok((format!("{prefix}{start}"), rev))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_version_is_spliced_into_stored_bytes() {
+        let obj = json!({ "data": { "a": "{" }, "metadata": { "name": "x", "resourceVersion": "1" }, "apiVersion": "v1", "kind": "ConfigMap" });
+        let stored = encode(&obj);
+        let spliced =
+            splice_resource_version(&stored, 42).expect("the store writes metadata first");
+        let back: Value = serde_json::from_slice(&spliced).unwrap();
+        assert_eq!(
+            back["metadata"],
+            json!({ "resourceVersion": "42", "name": "x" })
+        );
+        assert_eq!(back["data"]["a"], "{");
+        // Empty metadata, and layouts that do not start with metadata, are handled.
+        let empty = splice_resource_version(br#"{"kind":"X","metadata":{}}"#, 7).unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&empty).unwrap()["metadata"]["resourceVersion"],
+            "7"
+        );
+        assert!(splice_resource_version(br#"{"spec":{"metadata":{}},"metadata":{}}"#, 7).is_none());
+    }
 }
