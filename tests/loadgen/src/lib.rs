@@ -1,0 +1,19 @@
+//! Load generator for the apiserver: drives the real binary over HTTPS the way
+//! Kubernetes clients do (kubeconfig CA and bearer token; one multiplexed HTTP/2
+//! connection as client-go, or an HTTP/1.1 pool) and reports throughput, latency
+//! percentiles, error counts, resident memory and start-to-ready times as markdown
+//! tables. `raw` is the engine baseline (durable redb transactions on the same disk).
+//!
+//! The `loadgen` binary is the command-line front end; BENCHMARKS.md at the repository
+//! root has the commands and the latest figures. Traffic only ever goes to loopback
+//! addresses.
+
+#![warn(missing_docs)]
+
+pub mod client;
+pub mod kubeconfig;
+pub mod metrics;
+pub mod raw;
+pub mod scenarios;
+pub mod server;
+pub mod suite;

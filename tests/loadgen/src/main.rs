@@ -1,0 +1,259 @@
+//! `loadgen`: benchmarks the apiserver binary (or the server of a kubeconfig) and prints
+//! markdown tables; `loadgen raw-redb` measures the raw engine baseline.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use apiserver_loadgen::client::Protocol;
+use apiserver_loadgen::metrics::{median_rows, table};
+use apiserver_loadgen::raw::{self, RawOptions};
+use apiserver_loadgen::scenarios::Settings;
+use apiserver_loadgen::suite::{self, Selection, SuiteOptions};
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "loadgen",
+    about = "Benchmarks the apiserver over HTTPS as Kubernetes clients do; prints markdown tables.",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    suite: SuiteArgs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Durable redb write transactions (the server's engine) on the same disk: the
+    /// baseline for the server's create rate.
+    RawRedb(RawArgs),
+}
+
+#[derive(Args)]
+struct SuiteArgs {
+    /// Start this apiserver binary for each run, on a fresh temporary data directory
+    /// (enables the memory and start-to-ready figures).
+    #[arg(long, value_name = "PATH", conflicts_with = "kubeconfig")]
+    server_bin: Option<PathBuf>,
+    /// Drive the (loopback) server of this kubeconfig instead.
+    #[arg(long, value_name = "PATH")]
+    kubeconfig: Option<PathBuf>,
+    /// An extra flag for the started server (repeat for more), e.g.
+    /// --server-arg=--etcd-servers=http://127.0.0.1:2379
+    #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
+    server_args: Vec<String>,
+    /// Directory for temporary data directories (default: the system temp directory).
+    #[arg(long, value_name = "DIR")]
+    data_root: Option<PathBuf>,
+    /// Use a pool of HTTP/1.1 connections instead of one HTTP/2 connection.
+    #[arg(long)]
+    http1: bool,
+    /// Repeat everything this many times; tables show medians.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// ConfigMaps created per concurrency level (the working set of the other scenarios).
+    #[arg(long, default_value_t = 10_000)]
+    count: u64,
+    /// Concurrency levels of create, get, update and patch.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
+    concurrency: Vec<usize>,
+    /// Seconds each time-bound scenario (get, list, update, patch) runs at most.
+    #[arg(long, default_value_t = 5.0)]
+    duration: f64,
+    /// Requests per list scenario at most.
+    #[arg(long, default_value_t = 20)]
+    list_requests: u64,
+    /// Page size of the paginated list walk.
+    #[arg(long, default_value_t = 500)]
+    page_limit: usize,
+    /// Watcher counts of the fan-out scenario.
+    #[arg(long, value_delimiter = ',', default_value = "100,1000")]
+    watchers: Vec<usize>,
+    /// Creates per fan-out scenario (every watcher must see each).
+    #[arg(long, default_value_t = 100)]
+    watch_events: u64,
+    /// Approximate size of each ConfigMap's JSON, bytes.
+    #[arg(long, default_value_t = 1024)]
+    object_size: usize,
+    /// Seconds a create level (or the delete-all) may run before stopping short of
+    /// --count; later scenarios use what was created.
+    #[arg(long, default_value_t = 600.0)]
+    write_time: f64,
+    /// Timeout of one request, seconds.
+    #[arg(long, default_value_t = 300.0)]
+    timeout: f64,
+    /// Scenario groups to leave out: create (and so every scenario), get, list, update,
+    /// watch, delete, resources.
+    #[arg(long, value_delimiter = ',')]
+    skip: Vec<String>,
+    /// Objects loaded for the memory and restart figures (default: --count).
+    #[arg(long)]
+    resource_objects: Option<u64>,
+    /// Also load up to this many objects in total for the figures (0 = skip), e.g. 100000.
+    #[arg(long, default_value_t = 0)]
+    large_objects: u64,
+    /// Idle watchers for the memory figure.
+    #[arg(long, default_value_t = 1000)]
+    idle_watchers: usize,
+    /// Also run the raw redb baseline (1 key/txn at each --concurrency, --count txns) and
+    /// print the server's create rate as a share of it.
+    #[arg(long)]
+    raw: bool,
+    /// Worker threads of the load generator's runtime (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Also write the markdown report to this file.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct RawArgs {
+    /// Directory on the disk under test (a temporary directory is made inside it).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Transactions per concurrency level.
+    #[arg(long, default_value_t = 10_000)]
+    count: u64,
+    /// Writer threads per level.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
+    concurrency: Vec<usize>,
+    /// Bytes per value.
+    #[arg(long, default_value_t = 1400)]
+    value_size: usize,
+    /// Also measure transactions of this many keys (0 = skip).
+    #[arg(long, default_value_t = 32)]
+    batch: usize,
+    /// Repeat this many times; the table shows medians.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::RawRedb(args)) => run_raw(args),
+        None => run_suite(cli.suite),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_raw(args: RawArgs) -> anyhow::Result<ExitCode> {
+    let opts = RawOptions {
+        dir: args.dir,
+        count: args.count,
+        concurrency: args.concurrency,
+        value_size: args.value_size,
+        batch: args.batch,
+        ..RawOptions::default()
+    };
+    let mut runs = Vec::new();
+    for run in 0..args.runs.max(1) {
+        eprintln!("run {}/{}", run + 1, args.runs.max(1));
+        let rows = raw::run(&opts)?;
+        for r in &rows {
+            eprintln!(
+                "  {} c={}: {:.0}/s",
+                r.scenario, r.concurrency, r.throughput
+            );
+        }
+        runs.push(rows);
+    }
+    let rows = median_rows(&runs);
+    println!(
+        "raw redb (the server's redb version, durable commits) — medians of {} run(s)\n",
+        runs.len()
+    );
+    println!("{}", table(&rows, "txn"));
+    let failed = rows.iter().any(|r| r.error_count() > 0);
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn run_suite(a: SuiteArgs) -> anyhow::Result<ExitCode> {
+    let known = [
+        "create",
+        "get",
+        "list",
+        "update",
+        "watch",
+        "delete",
+        "resources",
+    ];
+    if let Some(bad) = a.skip.iter().find(|s| !known.contains(&s.as_str())) {
+        anyhow::bail!("--skip {bad}: expected one of {}", known.join(", "));
+    }
+    let skip = |s: &str| a.skip.iter().any(|x| x == s);
+    let opts = SuiteOptions {
+        server_bin: a.server_bin,
+        kubeconfig: a.kubeconfig,
+        server_args: a.server_args,
+        data_root: a.data_root.clone(),
+        protocol: if a.http1 {
+            Protocol::Http1
+        } else {
+            Protocol::Http2
+        },
+        request_timeout: Duration::from_secs_f64(a.timeout),
+        runs: a.runs,
+        settings: Settings {
+            count: a.count,
+            concurrency: a.concurrency.clone(),
+            duration: Duration::from_secs_f64(a.duration),
+            list_requests: a.list_requests,
+            page_limit: a.page_limit,
+            watchers: a.watchers,
+            watch_events: a.watch_events,
+            object_size: a.object_size,
+            write_time: Duration::from_secs_f64(a.write_time),
+            ..Settings::default()
+        },
+        selection: Selection {
+            create: !skip("create"),
+            get: !skip("get"),
+            list: !skip("list"),
+            update: !skip("update"),
+            watch: !skip("watch"),
+            delete: !skip("delete"),
+            resources: !skip("resources"),
+        },
+        resource_objects: a.resource_objects.unwrap_or(a.count),
+        large_objects: a.large_objects,
+        idle_watchers: a.idle_watchers,
+        raw: a.raw.then(|| RawOptions {
+            dir: a.data_root,
+            count: a.count,
+            concurrency: a.concurrency,
+            ..RawOptions::default()
+        }),
+    };
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.enable_all();
+    if let Some(t) = a.threads {
+        rt.worker_threads(t.max(1));
+    }
+    let report = rt.build()?.block_on(suite::run(&opts))?;
+    let md = report.markdown();
+    println!("{md}");
+    if let Some(path) = a.output {
+        std::fs::write(&path, &md)?;
+    }
+    Ok(if report.error_count() > 0 {
+        eprintln!("{} operations failed", report.error_count());
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

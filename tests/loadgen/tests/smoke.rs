@@ -1,0 +1,105 @@
+//! Keeps the benchmarks from rotting: every scenario with tiny sizes against the debug
+//! server binary, asserting that nothing failed and every watcher saw every event.
+//! No timing is asserted.
+
+use std::time::Duration;
+
+use apiserver_loadgen::client::Protocol;
+use apiserver_loadgen::raw::RawOptions;
+use apiserver_loadgen::scenarios::Settings;
+use apiserver_loadgen::suite::{self, Selection, SuiteOptions};
+
+fn options(protocol: Protocol) -> SuiteOptions {
+    SuiteOptions {
+        server_bin: Some(apiserver_tests::server_binary().to_path_buf()),
+        kubeconfig: None,
+        server_args: Vec::new(),
+        data_root: None,
+        protocol,
+        request_timeout: Duration::from_secs(60),
+        runs: 1,
+        settings: Settings {
+            count: 20,
+            concurrency: vec![1, 4],
+            duration: Duration::from_millis(200),
+            list_requests: 3,
+            page_limit: 7,
+            watchers: vec![3],
+            watch_events: 20,
+            object_size: 1024,
+            watch_grace: Duration::from_secs(20),
+            write_time: Duration::from_secs(60),
+        },
+        selection: Selection::default(),
+        resource_objects: 20,
+        large_objects: 30,
+        idle_watchers: 3,
+        raw: Some(RawOptions {
+            count: 20,
+            concurrency: vec![1, 4],
+            batch: 4,
+            ..RawOptions::default()
+        }),
+    }
+}
+
+fn check(report: &suite::Report) {
+    let md = report.markdown();
+    println!("{md}");
+    assert_eq!(report.error_count(), 0, "failures in:\n{md}");
+    let rows = report.scenario_medians();
+    for want in [
+        "create",
+        "get random",
+        "list 20 (JSON)",
+        "list 20 (Table)",
+        "paginated",
+        "update",
+        "merge patch",
+        "watch fan-out",
+        "delete one by one",
+        "deletecollection",
+    ] {
+        assert!(
+            rows.iter().any(|r| r.scenario.contains(want) && r.ops > 0),
+            "no {want:?} row with operations in:\n{md}"
+        );
+    }
+    let watch = rows
+        .iter()
+        .find(|r| r.scenario.contains("watch fan-out"))
+        .expect("a watch row");
+    assert_eq!(watch.ops, 3 * 20, "every watcher sees every event:\n{md}");
+    let figures = report.figure_medians();
+    assert!(
+        figures.iter().any(|f| f.name.contains("idle watchers")),
+        "{figures:?}"
+    );
+    assert!(
+        figures.iter().any(|f| f.name.contains("30 objects")),
+        "{figures:?}"
+    );
+    assert!(!report.raw_medians().is_empty());
+    assert!(md.contains("| ratio |"), "{md}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_scenario_runs_over_http2() {
+    let report = suite::run(&options(Protocol::Http2)).await.expect("suite");
+    check(&report);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_scenario_runs_over_http1() {
+    let mut opts = options(Protocol::Http1);
+    opts.selection.resources = false;
+    opts.raw = None;
+    let report = suite::run(&opts).await.expect("suite");
+    assert_eq!(report.error_count(), 0, "{}", report.markdown());
+    let watch = report
+        .scenario_medians()
+        .into_iter()
+        .find(|r| r.scenario.contains("watch fan-out"))
+        .expect("a watch row");
+    assert_eq!(watch.ops, 3 * 20);
+}
