@@ -273,14 +273,15 @@ async fn odd_requests_are_client_errors_not_500() {
             format!("{CONFIGMAPS}?fieldValidation=Bogus"),
             JSON,
             br#"{"metadata":{"name":"fv"}}"#.to_vec(),
-            400,
+            // kube-apiserver validates CreateOptions: 422 Invalid.
+            422,
         ),
         (
             "POST",
             format!("{CONFIGMAPS}?dryRun=Bogus"),
             JSON,
             br#"{"metadata":{"name":"dr"}}"#.to_vec(),
-            400,
+            422,
         ),
         ("GET", format!("{CONFIGMAPS}?limit=abc"), None, vec![], 400),
         (

@@ -193,11 +193,18 @@ async fn served_openapi_equals_the_checked_in_documents() {
     assert!(etag.len() > 100, "ETag {etag:?}");
     let again = get(&c, "/openapi/v2", &[(header::IF_NONE_MATCH, &etag)]).await;
     assert_eq!(again.status, 304);
-    // Only JSON is produced: a protobuf-only Accept is refused with a Status.
+    // kubectl's client-side validation asks for gnostic's protobuf form first.
     let proto = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
-    let refused = get(&c, "/openapi/v2", &[(header::ACCEPT, proto)]).await;
-    assert_eq!(refused.status, 406);
-    assert_eq!(refused.json()["kind"], "Status");
+    let pb = get(&c, "/openapi/v2", &[(header::ACCEPT, proto)]).await;
+    assert_eq!(pb.status, 200);
+    assert_eq!(
+        pb.header(header::CONTENT_TYPE),
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+    );
+    assert!(
+        pb.body.starts_with(&[0x0a, 3, b'2', b'.', b'0']),
+        "Document.swagger comes first"
+    );
     let missing = get(&c, "/openapi/v3/apis/nope.dev/v1", &[]).await;
     assert_eq!(missing.status, 404);
 }
