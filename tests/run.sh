@@ -71,5 +71,5 @@ cargo build -q -p apiserver --bin apiserver
 echo "==> cargo test --workspace"
 cargo test --workspace
 
-echo "==> cargo test -p apiserver --features etcd --lib storage:: (conformance against a real etcd)"
-cargo test -p apiserver --features etcd --lib storage::
+echo "==> cargo test -p apiserver --features etcd --lib storage:: registry::cacher (conformance and the watch cache against a real etcd)"
+cargo test -p apiserver --features etcd --lib -- storage:: registry::cacher

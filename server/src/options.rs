@@ -79,6 +79,18 @@ pub struct ServerRunOptions {
         value_parser = crate::storage::parse_duration
     )]
     pub etcd_compaction_interval: std::time::Duration,
+
+    /// Enable watch caching: one in-memory cache per resource serves watches, and LISTs
+    /// and GETs (resourceVersion 0, and consistent reads once caught up), without
+    /// reading storage.
+    #[arg(
+        long = "watch-cache",
+        default_value_t = true,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set
+    )]
+    pub watch_cache: bool,
 }
 
 impl ServerRunOptions {

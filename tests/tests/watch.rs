@@ -199,3 +199,95 @@ async fn a_thousand_watchers_each_see_every_event_once_in_order() {
         assert_eq!(seen, want, "watcher {n} saw {seen:?}");
     }
 }
+
+/// A consistent read (no resourceVersion) reflects every write acknowledged before it,
+/// including writes to other resources: the list's resourceVersion is at least theirs
+/// (what a client needs to watch on from it without missing anything).
+#[tokio::test(flavor = "multi_thread")]
+async fn consistent_reads_see_every_acknowledged_write() {
+    use k8s_openapi::api::core::v1::Secret;
+    let server = TestServer::start();
+    let client = server.client().await;
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let secrets: Api<Secret> = Api::default_namespaced(client.clone());
+    let pp = PostParams::default();
+    for i in 0..20 {
+        let created = cms
+            .create(&pp, &cm(&format!("c{i}"), "x", "1"))
+            .await
+            .unwrap();
+        let got = cms.get(&format!("c{i}")).await.unwrap();
+        assert_eq!(
+            got.metadata.resource_version, created.metadata.resource_version,
+            "a GET right after the create"
+        );
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(format!("s{i}")),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let s = secrets.create(&pp, &secret).await.unwrap();
+        let secret_rv: u64 = s.metadata.resource_version.unwrap().parse().unwrap();
+        let list = cms.list(&Default::default()).await.unwrap();
+        let list_rv: u64 = list.metadata.resource_version.unwrap().parse().unwrap();
+        assert!(
+            list_rv >= secret_rv,
+            "a ConfigMap list after a Secret write at {secret_rv} is at {list_rv}"
+        );
+        assert_eq!(list.items.len(), i + 1);
+    }
+    // resourceVersion=0 may be served from any recent state; once caught up it has all.
+    let any = cms
+        .list(&kube::api::ListParams::default().match_any())
+        .await
+        .unwrap();
+    assert_eq!(any.items.len(), 20);
+}
+
+/// A watch from a resourceVersion more than a thousand writes back (beyond what the watch
+/// cache keeps) still gets every change after it, once and in order; a recent one gets
+/// exactly the changes after it.
+#[tokio::test(flavor = "multi_thread")]
+async fn watches_from_far_back_and_from_recent_revisions_get_every_change() {
+    const WRITES: usize = 1_100;
+    let server = TestServer::start();
+    let api: Api<ConfigMap> = Api::default_namespaced(server.client().await);
+    let start_rv = api
+        .list_metadata(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut revisions = Vec::with_capacity(WRITES);
+    let pp = PostParams::default();
+    for i in 0..WRITES {
+        let created = api
+            .create(&pp, &cm(&format!("w{i:04}"), "x", "v"))
+            .await
+            .unwrap();
+        revisions.push(created.metadata.resource_version.unwrap());
+    }
+
+    async fn names_after(api: &Api<ConfigMap>, rv: &str, count: usize) -> Vec<String> {
+        let params = kube::api::WatchParams::default().timeout(60);
+        let stream = api.watch(&params, rv).await.expect("opening a watch");
+        futures_util::pin_mut!(stream);
+        let mut seen = Vec::new();
+        while seen.len() < count {
+            match tokio::time::timeout(Duration::from_secs(30), stream.next()).await {
+                Ok(Some(Ok(kube::api::WatchEvent::Added(cm)))) => {
+                    seen.push(cm.metadata.name.unwrap_or_default())
+                }
+                other => panic!("watch from {rv}: after {} events got {other:?}", seen.len()),
+            }
+        }
+        seen
+    }
+    let all: Vec<String> = (0..WRITES).map(|i| format!("w{i:04}")).collect();
+    assert_eq!(names_after(&api, &start_rv, WRITES).await, all);
+    let recent = &revisions[WRITES - 51];
+    assert_eq!(names_after(&api, recent, 50).await, all[WRITES - 50..]);
+}

@@ -23,7 +23,7 @@ use crate::catalog::ApiResource;
 use crate::registry::apply;
 use crate::registry::managed_fields::manager_name;
 use crate::registry::schema::prune;
-use crate::registry::store::{ListOptions, Target, WriteContext};
+use crate::registry::store::{ListOptions, ReadAt, Target, WriteContext};
 use crate::registry::strategic_merge;
 
 type Reply = Result<HttpResponse, ApiError>;
@@ -306,21 +306,28 @@ fn list_options(res: &ApiResource, opts: &ReadOptions) -> Result<ListOptions, Ap
         res.def.group.is_empty(),
     )
     .map_err(ApiError::bad_request)?;
-    // Exact serves the list as of that revision (from the storage history).
-    let revision = match (
-        opts.resource_version_match.as_deref(),
-        opts.resource_version.as_deref(),
-    ) {
-        (Some("Exact"), Some(rv)) => rv.parse().ok().filter(|n| *n > 0),
-        _ => None,
-    };
     Ok(ListOptions {
         limit: opts.limit.unwrap_or(0),
         continue_token: opts.continue_token.clone(),
-        revision,
+        at: read_at(opts),
         labels,
         fields,
     })
+}
+
+/// The state a get or list reads, from `resourceVersion` and `resourceVersionMatch`
+/// (as [`check_read_version`] accepted them).
+fn read_at(opts: &ReadOptions) -> ReadAt {
+    let rv = opts
+        .resource_version
+        .as_deref()
+        .and_then(|s| s.parse::<u64>().ok());
+    match (opts.resource_version_match.as_deref(), rv) {
+        (_, None) => ReadAt::Latest,
+        (_, Some(0)) => ReadAt::Any,
+        (Some("Exact"), Some(n)) => ReadAt::Exact(n),
+        (_, Some(n)) => ReadAt::NotOlderThan(n),
+    }
 }
 
 fn is_watch(opts: &ReadOptions) -> bool {
@@ -448,7 +455,12 @@ pub async fn get(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
     check_read_version(&state, &opts, false).await?;
     let obj = state
         .store
-        .get(&res, namespace(&req).as_deref(), &name(&req))
+        .get_at(
+            &res,
+            namespace(&req).as_deref(),
+            &name(&req),
+            read_at(&opts),
+        )
         .await?;
     if route.subresource == Some("scale") {
         return Ok(respond(&req, 200, &to_scale(&res, &obj)?, write_repr(repr)));

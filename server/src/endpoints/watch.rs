@@ -8,14 +8,14 @@ use std::time::Duration;
 use actix_web::{HttpRequest, HttpResponse};
 use bytes::Bytes;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 
 use super::negotiation::Representation;
 use super::table::{table, IncludeObject};
 use super::ApiState;
 use crate::api::ApiError;
 use crate::catalog::ApiResource;
-use crate::registry::store::{ListOptions, WatchEvent};
+use crate::registry::store::{ListOptions, ReadAt, WatchStart};
+use crate::registry::watcher::{WatchEvent, Watcher};
 
 /// Longest a watch stays open (kube-apiserver's default request timeout range).
 pub const MAX_WATCH_SECONDS: u64 = 1800;
@@ -48,131 +48,126 @@ fn bookmark(res: &ApiResource, rv: u64, initial_end: bool) -> Value {
     json!({ "kind": res.def.kind, "apiVersion": res.api_version(), "metadata": meta })
 }
 
-/// Starts a watch and returns the streaming response.
+/// Starts a watch and returns the streaming response. The response body polls the
+/// store's [`Watcher`] itself: an open watch costs no task of its own.
 pub async fn serve(
     _req: &HttpRequest,
     res: Arc<ApiResource>,
     state: &ApiState,
     w: WatchRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let store = state.store.clone();
     let rv = match w.resource_version.as_deref() {
-        None | Some("") | Some("0") => None,
+        None | Some("") => None,
         Some(s) => Some(
             s.parse::<u64>()
                 .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s:?}")))?,
         ),
     };
-    let ns = w.namespace.as_deref();
-    // Start point: unset/"0" (or watch-list) replays current state as ADDED events.
-    let (initial, after) = match rv {
-        Some(rv) if !w.send_initial_events => (Vec::new(), rv),
-        _ => {
-            let opts = ListOptions {
-                limit: 0,
-                continue_token: None,
-                revision: None,
-                labels: w.list.labels.clone(),
-                fields: w.list.fields.clone(),
-            };
-            let page = store.list(&res, ns, &opts).await?;
-            let rev = page.resource_version.parse().unwrap_or(0);
-            (page.items, rev)
-        }
+    // Unset or "0" (or watch-list) start with the current state as ADDED events.
+    let start = match rv {
+        Some(rv) if rv > 0 && !w.send_initial_events => WatchStart::After(rv),
+        None => WatchStart::State(ReadAt::Latest),
+        Some(0) => WatchStart::State(ReadAt::Any),
+        Some(rv) => WatchStart::State(ReadAt::NotOlderThan(rv)),
     };
-    let events = store
+    let watcher = match state
+        .store
         .watch(
             res.clone(),
-            ns,
-            after,
+            w.namespace.as_deref(),
+            start,
             w.list.labels.clone(),
             w.list.fields.clone(),
         )
-        .await;
+        .await
+    {
+        Ok(watcher) => watcher,
+        // As kube-apiserver: a start point too old is an ERROR event (410) in the stream.
+        Err(e) if e.code == 410 => Watcher::failed(res.clone(), e),
+        Err(e) => return Err(e),
+    };
     let timeout = Duration::from_secs(
         w.timeout_seconds
             .unwrap_or(MAX_WATCH_SECONDS)
             .min(MAX_WATCH_SECONDS),
     );
-    let (tx, rx) = mpsc::channel::<Bytes>(16);
     let content_type = if w.repr == Representation::Protobuf && res.protobuf {
         "application/vnd.kubernetes.protobuf;stream=watch"
     } else {
         "application/json"
     };
-
-    tokio::spawn(async move {
-        let mut encoder = Encoder {
-            res: res.clone(),
+    let stream = WatchStream {
+        initial_end_bookmark: w.send_initial_events && w.allow_bookmarks,
+        bookmarks: w.allow_bookmarks.then(|| {
+            let first = tokio::time::Instant::now() + BOOKMARK_INTERVAL;
+            tokio::time::interval_at(first, BOOKMARK_INTERVAL)
+        }),
+        deadline: Box::pin(tokio::time::sleep(timeout)),
+        encoder: Encoder {
+            res,
             repr: w.repr,
             include: w.include,
             first: true,
-        };
-        let mut last_rv = after;
-        for obj in &initial {
-            if tx.send(encoder.frame("ADDED", obj)).await.is_err() {
-                return;
-            }
-        }
-        let end_of_initial = w.send_initial_events && w.allow_bookmarks;
-        if end_of_initial
-            && tx
-                .send(encoder.frame("BOOKMARK", &bookmark(&res, after, true)))
-                .await
-                .is_err()
-        {
-            return;
-        }
-        let mut events = match events {
-            Ok(e) => e,
-            Err(e) => {
-                let _ = tx.send(encoder.error(&e)).await;
-                return;
-            }
-        };
-        let deadline = tokio::time::sleep(timeout);
-        tokio::pin!(deadline);
-        let mut ticker = tokio::time::interval(BOOKMARK_INTERVAL);
-        ticker.tick().await;
-        loop {
-            tokio::select! {
-                _ = &mut deadline => return,
-                _ = ticker.tick(), if w.allow_bookmarks => {
-                    if tx.send(encoder.frame("BOOKMARK", &bookmark(&res, last_rv, false))).await.is_err() {
-                        return;
-                    }
-                }
-                _ = tx.closed() => return,
-                event = events.recv() => match event {
-                    None => return,
-                    Some(Ok(e)) => {
-                        let out = match encoder.line(&e) {
-                            Ok((rv, out)) => {
-                                last_rv = rv.unwrap_or(last_rv);
-                                out
-                            }
-                            Err(err) => encoder.error(&err),
-                        };
-                        if tx.send(out).await.is_err() {
-                            return;
-                        }
-                    }
-                    Some(Err(e)) => {
-                        let _ = tx.send(encoder.error(&e)).await;
-                        return;
-                    }
-                },
-            }
-        }
-    });
-
-    let body = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|b| (Ok::<_, actix_web::Error>(b), rx))
+        },
+        watcher,
+        ended: false,
+    };
+    let body = futures_util::stream::unfold(stream, |mut s| async move {
+        let frame = s.next_frame().await?;
+        Some((Ok::<_, actix_web::Error>(frame), s))
     });
     Ok(HttpResponse::Ok()
         .content_type(content_type)
         .insert_header(("Cache-Control", "no-cache, private"))
         .streaming(body))
+}
+
+/// The state of one watch response.
+struct WatchStream {
+    watcher: Watcher,
+    encoder: Encoder,
+    /// Send the `k8s.io/initial-events-end` bookmark once the initial events are out.
+    initial_end_bookmark: bool,
+    bookmarks: Option<tokio::time::Interval>,
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// An ERROR event was sent: the stream ends.
+    ended: bool,
+}
+
+impl WatchStream {
+    /// The next frame to write; `None` ends the response (cleanly, as on timeout).
+    async fn next_frame(&mut self) -> Option<Bytes> {
+        if self.ended {
+            return None;
+        }
+        if self.initial_end_bookmark && !self.watcher.initial_pending() {
+            self.initial_end_bookmark = false;
+            let rv = self.watcher.start_revision();
+            let mark = bookmark(&self.encoder.res, rv, true);
+            return Some(self.encoder.frame("BOOKMARK", &mark));
+        }
+        let bookmarks = async {
+            match &mut self.bookmarks {
+                Some(ticker) => ticker.tick().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = &mut self.deadline => None,
+            _ = bookmarks => {
+                let rv = self.watcher.bookmark_revision();
+                let mark = bookmark(&self.encoder.res, rv, false);
+                Some(self.encoder.frame("BOOKMARK", &mark))
+            }
+            event = self.watcher.next() => match event? {
+                Ok(e) => Some(self.encoder.line(&e).unwrap_or_else(|err| self.encoder.error(&err))),
+                Err(e) => {
+                    self.ended = true;
+                    Some(self.encoder.error(&e))
+                }
+            },
+        }
+    }
 }
 
 /// Renders event objects as the client asked: the object, or a one-row Table (column
@@ -185,17 +180,14 @@ struct Encoder {
 }
 
 impl Encoder {
-    /// The wire line of one event and its resourceVersion. Plain JSON of an event every
-    /// watcher shares is encoded once (see [`WatchEvent::json_line`]).
-    fn line(&mut self, e: &WatchEvent) -> Result<(Option<u64>, Bytes), ApiError> {
-        if let (Representation::Json, WatchEvent::Shared(stored)) = (self.repr, e) {
-            return Ok((Some(stored.revision), e.json_line(&self.res)?));
+    /// The wire form of one event. Plain JSON of an event every watcher shares is
+    /// encoded once (see [`WatchEvent::json_line`]).
+    fn line(&mut self, e: &WatchEvent) -> Result<Bytes, ApiError> {
+        if let (Representation::Json, WatchEvent::Shared(_)) = (self.repr, e) {
+            return e.json_line(&self.res);
         }
         let ev = e.object_event(&self.res)?;
-        let rv = ev.object["metadata"]["resourceVersion"]
-            .as_str()
-            .and_then(|s| s.parse().ok());
-        Ok((rv, self.frame(ev.type_, &ev.object)))
+        Ok(self.frame(ev.type_, &ev.object))
     }
 
     /// Protobuf frames when asked and the kind has field numbers.

@@ -3,10 +3,12 @@
 //! [`schema`].
 
 pub mod apply;
+pub mod cacher;
 pub mod managed_fields;
 pub mod schema;
 pub mod store;
 pub mod strategic_merge;
 pub mod strategy;
+pub mod watcher;
 
 pub use store::Store;

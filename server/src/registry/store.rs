@@ -16,11 +16,27 @@ use crate::api::meta::{
 use crate::api::selectors::{labels_of, FieldSelector, LabelSelector};
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::ApiResource;
-use crate::storage::{KeyValue, Storage, StorageError, StoredEvent};
-use tokio::sync::mpsc;
+use crate::storage::{KeyValue, ListPage, Storage, StorageError};
+
+use super::cacher::Cacher;
+use super::watcher::Watcher;
 
 /// How many times a read-modify-write (patch) retries after losing a race.
 const MAX_PATCH_RETRIES: usize = 5;
+
+/// Which state a read is served from: the API's `resourceVersion` semantics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadAt {
+    /// `resourceVersion` unset: the most recent state (a consistent read).
+    #[default]
+    Latest,
+    /// `resourceVersion=0`: any state the server holds, however recent.
+    Any,
+    /// `resourceVersion=N` (`NotOlderThan`): a state at least as new as `N`.
+    NotOlderThan(u64),
+    /// `resourceVersionMatch=Exact`: the state at exactly `N`.
+    Exact(u64),
+}
 
 /// What a list asks for.
 #[derive(Debug, Default)]
@@ -28,10 +44,19 @@ pub struct ListOptions {
     /// Page size; 0 = everything.
     pub limit: usize,
     pub continue_token: Option<String>,
-    /// Serve the list as of this revision (`resourceVersionMatch=Exact`).
-    pub revision: Option<u64>,
+    /// Which state to serve (a continue token pins its own).
+    pub at: ReadAt,
     pub labels: LabelSelector,
     pub fields: FieldSelector,
+}
+
+/// Where a watch starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchStart {
+    /// With the objects of a state (sent as `ADDED`), then the changes after it.
+    State(ReadAt),
+    /// With the changes after this revision.
+    After(u64),
 }
 
 /// One page of a list.
@@ -88,10 +113,16 @@ pub enum Target {
 #[derive(Clone)]
 pub struct Store {
     storage: Arc<dyn Storage>,
+    /// One watch cache per resource (by key prefix), started on first use; `None` when
+    /// `--watch-cache=false`.
+    caches: Option<Arc<WatchCaches>>,
 }
 
+/// The watch caches, by resource key prefix.
+type WatchCaches = std::sync::Mutex<std::collections::HashMap<String, Arc<Cacher>>>;
+
 /// The one place storage errors become API errors.
-fn map_err(res: &ApiResource, name: &str, e: StorageError) -> ApiError {
+pub(super) fn map_err(res: &ApiResource, name: &str, e: StorageError) -> ApiError {
     match e {
         StorageError::NotFound(_) => ApiError::not_found(res, name),
         StorageError::AlreadyExists(_) => ApiError::already_exists(res, name),
@@ -103,7 +134,7 @@ fn map_err(res: &ApiResource, name: &str, e: StorageError) -> ApiError {
     }
 }
 
-fn decode(res: &ApiResource, kv: &KeyValue) -> Result<Value, ApiError> {
+pub(super) fn decode(res: &ApiResource, kv: &KeyValue) -> Result<Value, ApiError> {
     let mut obj: Value = serde_json::from_slice(&kv.value).map_err(|e| {
         ApiError::internal(format!(
             "stored {} at {} is not valid JSON: {e}",
@@ -178,9 +209,49 @@ fn spec_part(obj: &Value) -> Value {
 }
 
 impl Store {
-    /// A store over `storage`.
-    pub fn new(storage: Arc<dyn Storage>) -> Self {
-        Store { storage }
+    /// A store over `storage`, with watch caches when `watch_cache` is set.
+    pub fn new(storage: Arc<dyn Storage>, watch_cache: bool) -> Self {
+        Store {
+            storage,
+            caches: watch_cache.then(Default::default),
+        }
+    }
+
+    /// The resource's watch cache (started on first use), unless caching is off.
+    fn cacher(&self, res: &ApiResource) -> Option<Arc<Cacher>> {
+        let caches = self.caches.as_ref()?;
+        let prefix = Self::prefix(res, None);
+        let mut caches = caches.lock().unwrap_or_else(|e| e.into_inner());
+        let cacher = caches
+            .entry(prefix)
+            .or_insert_with_key(|prefix| Cacher::start(self.storage.clone(), prefix.clone()));
+        Some(cacher.clone())
+    }
+
+    /// Starts the resource's watch cache now, so it is loaded before the first request.
+    pub fn warm_up(&self, res: &ApiResource) {
+        self.cacher(res);
+    }
+
+    /// The watch cache, once it can serve a read at `at`; `None` sends the read to storage.
+    async fn cache_for(
+        &self,
+        res: &ApiResource,
+        at: ReadAt,
+    ) -> Result<Option<Arc<Cacher>>, ApiError> {
+        let Some(cacher) = self.cacher(res) else {
+            return Ok(None);
+        };
+        let ready = match at {
+            ReadAt::Latest => cacher
+                .wait_for_current()
+                .await
+                .map_err(|e| map_err(res, "", e))?,
+            ReadAt::Any => cacher.wait_for(0).await,
+            ReadAt::NotOlderThan(n) => cacher.wait_for(n).await,
+            ReadAt::Exact(_) => false,
+        };
+        Ok(ready.then_some(cacher))
     }
 
     /// The storage key, laid out as kube-apiserver's: `/registry/[<group>/]<plural>/[<ns>/]<name>`.
@@ -200,7 +271,24 @@ impl Store {
         }
     }
 
-    /// Reads one object.
+    /// Reads one object as of `at`, from the watch cache when it can answer.
+    pub async fn get_at(
+        &self,
+        res: &ApiResource,
+        ns: Option<&str>,
+        name: &str,
+        at: ReadAt,
+    ) -> Result<Value, ApiError> {
+        if let Some(cacher) = self.cache_for(res, at).await? {
+            return match cacher.get(&Self::key(res, ns, name)).0 {
+                Some(kv) => decode(res, &kv),
+                None => Err(ApiError::not_found(res, name)),
+            };
+        }
+        self.get(res, ns, name).await
+    }
+
+    /// Reads one object from storage.
     pub async fn get(
         &self,
         res: &ApiResource,
@@ -271,7 +359,14 @@ impl Store {
                 let (start, rev) = decode_continue(t, &prefix)?;
                 (Some(start), Some(rev))
             }
-            None => (None, opts.revision),
+            None => match opts.at {
+                ReadAt::Exact(rev) => (None, Some(rev)),
+                _ => (None, None),
+            },
+        };
+        let cacher = match pinned {
+            Some(_) => self.cacher(res),
+            None => self.cache_for(res, opts.at).await?,
         };
         let mut items = Vec::new();
         let mut revision = pinned;
@@ -281,14 +376,9 @@ impl Store {
             } else {
                 opts.limit - items.len()
             };
-            let page = match revision {
-                Some(rev) => {
-                    self.storage
-                        .list_at(&prefix, start.as_deref(), want, rev)
-                        .await
-                }
-                None => self.storage.list(&prefix, start.as_deref(), want).await,
-            };
+            let page = self
+                .read_page(cacher.as_deref(), &prefix, start.as_deref(), want, revision)
+                .await;
             let page = page.map_err(|e| match e {
                 StorageError::Expired { .. } if opts.continue_token.is_some() => {
                     ApiError::expired(CONTINUE_EXPIRED)
@@ -326,42 +416,74 @@ impl Store {
         }
     }
 
-    /// Watches objects under `ns` (all when None) changed after revision `after`, as
-    /// API watch events. Selector transitions follow kube-apiserver: an object that stops
-    /// matching arrives as DELETED, one that starts matching as ADDED.
+    /// One page of keys: from the watch cache when it holds the revision asked for (or,
+    /// with no revision, its current state), else from storage.
+    async fn read_page(
+        &self,
+        cacher: Option<&Cacher>,
+        prefix: &str,
+        start: Option<&str>,
+        limit: usize,
+        revision: Option<u64>,
+    ) -> Result<ListPage, StorageError> {
+        match (cacher, revision) {
+            (Some(c), None) => Ok(c.list(prefix, start, limit)),
+            (Some(c), Some(rev)) => match c.list_at(prefix, start, limit, rev) {
+                Some(page) => Ok(page),
+                None => self.storage.list_at(prefix, start, limit, rev).await,
+            },
+            (None, Some(rev)) => self.storage.list_at(prefix, start, limit, rev).await,
+            (None, None) => self.storage.list(prefix, start, limit).await,
+        }
+    }
+
+    /// Watches objects under `ns` (all when None) from `start`, with selectors applied.
+    /// Served by the watch cache when it can; otherwise by a storage watch of its own
+    /// (a start point older than the cache's window, or caching off).
     pub async fn watch(
         &self,
         res: Arc<ApiResource>,
         ns: Option<&str>,
-        after: u64,
+        start: WatchStart,
         labels: LabelSelector,
         fields: FieldSelector,
-    ) -> Result<mpsc::Receiver<Result<WatchEvent, ApiError>>, ApiError> {
-        let filtering = !labels.is_empty() || !fields.is_empty();
-        let mut events = self
+    ) -> Result<Watcher, ApiError> {
+        let prefix = Self::prefix(&res, ns);
+        let cacher = match start {
+            WatchStart::State(at) => self.cache_for(&res, at).await?,
+            WatchStart::After(rev) => match self.cacher(&res) {
+                Some(c) if c.wait_for(rev).await => Some(c),
+                _ => None,
+            },
+        };
+        let after = match start {
+            WatchStart::State(_) => None,
+            WatchStart::After(rev) => Some(rev),
+        };
+        if let Some(cacher) = cacher {
+            if let Some(w) = cacher.watch(&prefix, after) {
+                return Ok(Watcher::from_cache(res, prefix, labels, fields, cacher, w));
+            }
+        }
+        let (initial, after) = match after {
+            Some(rev) => (Vec::new(), rev),
+            None => {
+                let page = self
+                    .storage
+                    .list(&prefix, None, 0)
+                    .await
+                    .map_err(|e| map_err(&res, "", e))?;
+                (page.items, page.revision)
+            }
+        };
+        let events = self
             .storage
-            .watch(&Self::prefix(&res, ns), after)
+            .watch(&prefix, after)
             .await
             .map_err(|e| map_err(&res, "", e))?;
-        let (tx, rx) = mpsc::channel(64);
-        tokio::spawn(async move {
-            while let Some(event) = events.recv().await {
-                let out = match event {
-                    // Without selectors every watcher sees the same event: share it.
-                    Ok(e) if !filtering => Some(Ok(WatchEvent::Shared(e))),
-                    Ok(e) => to_object_event(&res, &e, &labels, &fields)
-                        .map(|r| r.map(WatchEvent::Decoded)),
-                    Err(e) => Some(Err(map_err(&res, "", e))),
-                };
-                if let Some(out) = out {
-                    let stop = out.is_err();
-                    if tx.send(out).await.is_err() || stop {
-                        return;
-                    }
-                }
-            }
-        });
-        Ok(rx)
+        Ok(Watcher::from_storage(
+            res, prefix, labels, fields, initial, after, events,
+        ))
     }
 
     /// The store's current revision.
@@ -838,92 +960,6 @@ impl Store {
             Err(ApiError::invalid(res, name, causes))
         }
     }
-}
-
-/// A watch event as clients see it: `ADDED`, `MODIFIED` or `DELETED` and the object.
-#[derive(Debug, Clone)]
-pub struct ObjectEvent {
-    pub type_: &'static str,
-    pub object: Value,
-}
-
-/// What a watch delivers: an event decoded for this watcher (selectors applied), or the
-/// stored event itself, whose encoding is shared by every watcher without selectors.
-#[derive(Debug, Clone)]
-pub enum WatchEvent {
-    Decoded(ObjectEvent),
-    Shared(Arc<StoredEvent>),
-}
-
-impl WatchEvent {
-    /// The event decoded as `ADDED`, `MODIFIED` or `DELETED` and its object.
-    pub fn object_event(&self, res: &ApiResource) -> Result<ObjectEvent, ApiError> {
-        match self {
-            WatchEvent::Decoded(e) => Ok(e.clone()),
-            WatchEvent::Shared(e) => {
-                to_object_event(res, e, &LabelSelector::default(), &FieldSelector::default())
-                    .unwrap_or_else(|| Err(ApiError::internal("a stored event without a value")))
-            }
-        }
-    }
-
-    /// The `{"type":..,"object":..}` JSON line, encoded once for a shared event.
-    pub fn json_line(&self, res: &ApiResource) -> Result<Bytes, ApiError> {
-        let encode = |e: &ObjectEvent| {
-            let mut v = serde_json::to_vec(&json!({ "type": e.type_, "object": e.object }))
-                .unwrap_or_default();
-            v.push(b'\n');
-            Bytes::from(v)
-        };
-        match self {
-            WatchEvent::Decoded(e) => Ok(encode(e)),
-            WatchEvent::Shared(stored) => {
-                if let Some(line) = stored.encoded.get() {
-                    return Ok(line.clone());
-                }
-                let line = encode(&self.object_event(res)?);
-                Ok(stored.encoded.get_or_init(|| line).clone())
-            }
-        }
-    }
-}
-
-fn to_object_event(
-    res: &ApiResource,
-    e: &StoredEvent,
-    labels: &LabelSelector,
-    fields: &FieldSelector,
-) -> Option<Result<ObjectEvent, ApiError>> {
-    let parse = |bytes: &Bytes| -> Result<Value, ApiError> {
-        let kv = KeyValue {
-            key: e.key.clone(),
-            value: bytes.clone(),
-            create_revision: 0,
-            mod_revision: e.revision,
-        };
-        decode(res, &kv)
-    };
-    let matches = |obj: &Value| labels.matches(&labels_of(obj)) && fields.matches(obj);
-    let new = match e.value.as_ref().map(parse).transpose() {
-        Ok(v) => v,
-        Err(err) => return Some(Err(err)),
-    };
-    let old = match e.prev.as_ref().map(parse).transpose() {
-        Ok(v) => v,
-        Err(err) => return Some(Err(err)),
-    };
-    let (type_, object) = match (old, new) {
-        (None, Some(new)) if matches(&new) => ("ADDED", new),
-        (Some(old), Some(new)) => match (matches(&old), matches(&new)) {
-            (true, true) => ("MODIFIED", new),
-            (false, true) => ("ADDED", new),
-            (true, false) => ("DELETED", new),
-            (false, false) => return None,
-        },
-        (Some(old), None) if matches(&old) => ("DELETED", old),
-        _ => return None,
-    };
-    Some(Ok(ObjectEvent { type_, object }))
 }
 
 fn random_suffix() -> String {

@@ -81,7 +81,11 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         .map_err(|e| format!("creating --data-dir {}: {e}", opts.data_dir.display()))?;
     // The embedded store, or etcd with --etcd-servers; plus the history compactor.
     let storage: Arc<dyn Storage> = crate::storage::open(&opts.storage_config()).await?;
-    let store = Store::new(storage.clone());
+    let store = Store::new(storage.clone(), opts.watch_cache);
+    // Watch caches load now, on this runtime, rather than on a worker's first request.
+    for res in catalog.all() {
+        store.warm_up(&res);
+    }
     let cert = tls::serving_cert(
         opts.tls_cert_file.as_deref(),
         opts.tls_private_key_file.as_deref(),

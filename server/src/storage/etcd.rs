@@ -27,8 +27,8 @@ use etcd_client::{
 use tokio::sync::mpsc;
 
 use super::{
-    EtcdConfig, EventReceiver, KeyValue, ListPage, Storage, StorageError, StoredEvent,
-    HEALTH_TIMEOUT,
+    EtcdConfig, EventReceiver, KeyValue, ListPage, Storage, StorageError, StoredEvent, WatchItem,
+    WatchSender, HEALTH_TIMEOUT,
 };
 
 /// The root of the keys the registry builds; replaced by the etcd prefix.
@@ -351,6 +351,8 @@ fn normalize_prefix(prefix: &str) -> String {
 /// What one watch response means for the watcher.
 enum Step {
     Events(Vec<StoredEvent>),
+    /// A progress notification: every change up to this revision was delivered.
+    Progress(u64),
     Compacted(u64),
     Cancelled(String),
 }
@@ -362,6 +364,9 @@ impl EtcdStorage {
         }
         if resp.canceled() {
             return Ok(Step::Cancelled(resp.cancel_reason().to_string()));
+        }
+        if resp.events().is_empty() && !resp.created() {
+            return Ok(Step::Progress(header_revision(resp.header())?));
         }
         let mut events = Vec::with_capacity(resp.events().len());
         for e in resp.events() {
@@ -379,12 +384,18 @@ impl EtcdStorage {
         key: Vec<u8>,
         mut stream: WatchStream,
         mut last: u64,
-        tx: mpsc::Sender<Result<Arc<StoredEvent>, StorageError>>,
+        tx: WatchSender,
+        progress: Arc<tokio::sync::Notify>,
     ) {
         let mut failures = 0;
         loop {
             let message = tokio::select! {
                 _ = tx.closed() => return,
+                _ = progress.notified() => {
+                    // A failed request shows up as a broken stream below.
+                    let _ = stream.request_progress().await;
+                    continue;
+                }
                 m = stream.message() => m,
             };
             let step = match message {
@@ -414,9 +425,19 @@ impl EtcdStorage {
                             continue;
                         }
                         last = event.revision;
-                        if tx.send(Ok(Arc::new(event))).await.is_err() {
+                        if tx
+                            .send(Ok(WatchItem::Event(Arc::new(event))))
+                            .await
+                            .is_err()
+                        {
                             return;
                         }
+                    }
+                }
+                Ok(Step::Progress(revision)) => {
+                    last = last.max(revision);
+                    if tx.send(Ok(WatchItem::Progress(revision))).await.is_err() {
+                        return;
                     }
                 }
                 Ok(Step::Compacted(oldest)) => {
@@ -582,8 +603,12 @@ impl Storage for EtcdStorage {
             });
         }
         let (tx, rx) = mpsc::channel(WATCHER_BUFFER);
-        tokio::spawn(self.clone().forward(key, stream, after, tx));
-        Ok(rx)
+        let progress = Arc::new(tokio::sync::Notify::new());
+        tokio::spawn(
+            self.clone()
+                .forward(key, stream, after, tx, progress.clone()),
+        );
+        Ok(EventReceiver::new(rx, Some(progress)))
     }
 
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{broadcast, mpsc};
 
-use super::{EventReceiver, StorageError, StoredEvent};
+use super::{EventReceiver, StorageError, StoredEvent, WatchItem};
 
 /// How many events the history keeps; watches older than that get `Expired` (410).
 pub const DEFAULT_HISTORY: usize = 10_000;
@@ -60,6 +60,12 @@ impl EventLog {
         }
         // No receivers is fine: nobody is watching.
         let _ = self.tx.send(event);
+    }
+
+    /// The newest revision published. A write is published before it is acknowledged,
+    /// so this is the store's current revision.
+    pub fn latest(&self) -> u64 {
+        self.lock().latest
     }
 
     /// Drops the history before `revision` (see [`super::Storage::compact`]).
@@ -132,16 +138,26 @@ impl EventLog {
             let mut last = after;
             for e in backlog {
                 last = e.revision;
-                if tx.send(Ok(e)).await.is_err() {
+                if tx.send(Ok(WatchItem::Event(e))).await.is_err() {
                     return;
                 }
             }
             loop {
                 match live.recv().await {
-                    Ok(e) if e.revision <= last || !e.key.starts_with(&prefix) => {}
+                    Ok(e) if e.revision <= last => {}
+                    Ok(e) if !e.key.starts_with(&prefix) => {
+                        // Tell the watcher how far the store got once the burst of
+                        // changes elsewhere is over (what a watch cache needs to
+                        // answer consistent reads).
+                        last = e.revision;
+                        if live.is_empty() && tx.send(Ok(WatchItem::Progress(last))).await.is_err()
+                        {
+                            return;
+                        }
+                    }
                     Ok(e) => {
                         last = e.revision;
-                        if tx.send(Ok(e)).await.is_err() {
+                        if tx.send(Ok(WatchItem::Event(e))).await.is_err() {
                             return;
                         }
                     }
@@ -159,6 +175,6 @@ impl EventLog {
                 }
             }
         });
-        Ok(rx)
+        Ok(EventReceiver::new(rx, None))
     }
 }

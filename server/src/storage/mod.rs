@@ -62,10 +62,62 @@ pub struct StoredEvent {
     pub encoded: std::sync::OnceLock<Bytes>,
 }
 
-/// A stream of events for one watch, in revision order. It ends with an
+/// What a storage watch delivers: a change, or word that every change under the prefix
+/// up to a revision has been delivered (etcd's progress notification), which lets a
+/// cache fed by the watch answer consistent reads.
+#[derive(Clone, Debug)]
+pub enum WatchItem {
+    /// A committed change under the watched prefix.
+    Event(Arc<StoredEvent>),
+    /// Every change up to this revision has been delivered.
+    Progress(u64),
+}
+
+/// Sender side of an [`EventReceiver`], held by the backend's forwarding task.
+pub type WatchSender = tokio::sync::mpsc::Sender<Result<WatchItem, StorageError>>;
+
+/// A stream of changes for one watch, in revision order. It ends with an
 /// `Err(StorageError::Expired)` when the watcher fell too far behind.
-pub type EventReceiver =
-    tokio::sync::mpsc::Receiver<Result<std::sync::Arc<StoredEvent>, StorageError>>;
+#[derive(Debug)]
+pub struct EventReceiver {
+    items: tokio::sync::mpsc::Receiver<Result<WatchItem, StorageError>>,
+    progress: Option<Arc<tokio::sync::Notify>>,
+}
+
+impl EventReceiver {
+    /// A receiver over `items`. Backends that report progress only when asked (etcd)
+    /// pass the `Notify` their forwarding task waits on.
+    pub fn new(
+        items: tokio::sync::mpsc::Receiver<Result<WatchItem, StorageError>>,
+        progress: Option<Arc<tokio::sync::Notify>>,
+    ) -> Self {
+        EventReceiver { items, progress }
+    }
+
+    /// The next change, skipping progress notifications; `None` when the watch ended.
+    pub async fn recv(&mut self) -> Option<Result<Arc<StoredEvent>, StorageError>> {
+        loop {
+            match self.items.recv().await? {
+                Ok(WatchItem::Event(e)) => return Some(Ok(e)),
+                Ok(WatchItem::Progress(_)) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+
+    /// The next change or progress notification; `None` when the watch ended.
+    pub async fn recv_item(&mut self) -> Option<Result<WatchItem, StorageError>> {
+        self.items.recv().await
+    }
+
+    /// Asks the backend to report its progress soon (etcd's `RequestProgress`). Backends
+    /// that report progress unasked ignore it.
+    pub fn request_progress(&self) {
+        if let Some(p) = &self.progress {
+            p.notify_one();
+        }
+    }
+}
 
 /// Why a storage operation failed. Mapped to API errors once, in `registry`.
 #[derive(Clone, Debug, thiserror::Error, PartialEq)]

@@ -1,0 +1,415 @@
+//! The watch cache: one per resource, fed by one storage watch (kube-apiserver's
+//! `cacher`). It keeps the resource's current objects and a bounded window of recent
+//! changes in memory, serves watches from them (every watcher shares each event), and
+//! answers LIST and GET without reading storage: `resourceVersion=0` at whatever it holds,
+//! consistent reads once it has caught up to the store's current revision.
+//!
+//! When it cannot answer (still loading, re-loading after the storage watch broke, or a
+//! watch start point older than its window) the caller goes to storage instead, so the
+//! cache changes speed, never answers.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::{broadcast, watch, Notify};
+
+use crate::storage::{
+    EventReceiver, KeyValue, ListPage, Storage, StorageError, StoredEvent, WatchItem,
+};
+
+/// How many recent changes a cache keeps for watches that start in the past. Older start
+/// points are served by storage (or get 410 there).
+pub const HISTORY: usize = 1_000;
+/// Events buffered for watchers; one that falls this far behind is closed (it re-watches).
+const WATCHER_BUFFER: usize = 1_024;
+/// How long a read waits for the cache to catch up before going to storage.
+const CATCH_UP_WAIT: Duration = Duration::from_secs(3);
+/// Pause before re-loading after the storage watch broke.
+const RELOAD_PAUSE: Duration = Duration::from_millis(500);
+
+/// One resource's watch cache.
+pub struct Cacher {
+    storage: Arc<dyn Storage>,
+    /// The resource's key prefix, e.g. `/registry/configmaps/`.
+    prefix: String,
+    state: RwLock<State>,
+    /// The revision the cache holds; `None` while it is (re)loading.
+    progress: watch::Sender<Option<u64>>,
+    /// Asks the feeding storage watch for a progress notification.
+    want_progress: Arc<Notify>,
+}
+
+struct State {
+    /// The current objects, by key.
+    objects: BTreeMap<String, Cached>,
+    /// Recent changes, oldest first; they cover every change after `floor`.
+    history: VecDeque<Arc<StoredEvent>>,
+    floor: u64,
+    /// The revision `objects` reflect.
+    revision: u64,
+    /// Live changes for watchers. Replaced on re-load, which ends every watch.
+    events: broadcast::Sender<Arc<StoredEvent>>,
+}
+
+#[derive(Clone)]
+struct Cached {
+    value: Bytes,
+    create_revision: u64,
+    mod_revision: u64,
+}
+
+/// A watch served by the cache: the starting state or the changes since the start point,
+/// then live changes.
+pub struct CacheWatch {
+    /// The objects at `revision` (only when the watch asked for the current state).
+    pub initial: Vec<KeyValue>,
+    /// Changes after the start point that the cache already holds.
+    pub backlog: VecDeque<Arc<StoredEvent>>,
+    /// Changes as they come (all of the resource; the watcher filters by key).
+    pub live: broadcast::Receiver<Arc<StoredEvent>>,
+    /// The revision the watch starts after.
+    pub revision: u64,
+}
+
+impl Cacher {
+    /// A cache of the keys under `prefix`, loading in the background.
+    pub fn start(storage: Arc<dyn Storage>, prefix: String) -> Arc<Cacher> {
+        let cacher = Arc::new(Cacher {
+            storage,
+            prefix,
+            state: RwLock::new(State {
+                objects: BTreeMap::new(),
+                history: VecDeque::new(),
+                floor: 0,
+                revision: 0,
+                events: broadcast::channel(WATCHER_BUFFER).0,
+            }),
+            progress: watch::channel(None).0,
+            want_progress: Arc::new(Notify::new()),
+        });
+        tokio::spawn(feed(Arc::downgrade(&cacher)));
+        cacher
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The revision the cache holds, if it is loaded.
+    pub fn revision(&self) -> Option<u64> {
+        *self.progress.borrow()
+    }
+
+    /// Waits until the cache holds `revision` or later; false when it does not within
+    /// [`CATCH_UP_WAIT`] (the caller then reads storage).
+    pub async fn wait_for(&self, revision: u64) -> bool {
+        let caught_up = |p: &Option<u64>| p.is_some_and(|r| r >= revision);
+        let mut rx = self.progress.subscribe();
+        if caught_up(&rx.borrow()) {
+            return true;
+        }
+        self.want_progress.notify_one();
+        let caught_up = tokio::time::timeout(CATCH_UP_WAIT, rx.wait_for(caught_up))
+            .await
+            .is_ok_and(|r| r.is_ok());
+        caught_up
+    }
+
+    /// Waits until the cache holds the store's current revision (a consistent read).
+    pub async fn wait_for_current(&self) -> Result<bool, StorageError> {
+        let current = self.storage.current_revision().await?;
+        Ok(self.wait_for(current).await)
+    }
+
+    /// A page of the keys under `prefix` (within the cache's prefix) after `start_after`,
+    /// at most `limit` (0 = all), as the cache holds them now.
+    pub fn list(&self, prefix: &str, start_after: Option<&str>, limit: usize) -> ListPage {
+        let state = self.read();
+        let start = match start_after {
+            Some(s) if s >= prefix => Bound::Excluded(s),
+            _ => Bound::Included(prefix),
+        };
+        let mut range = state
+            .objects
+            .range::<str, _>((start, Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix));
+        let take = if limit == 0 { usize::MAX } else { limit };
+        let items: Vec<KeyValue> = range.by_ref().take(take).map(key_value).collect();
+        let remaining = range.count() as u64;
+        ListPage {
+            items,
+            revision: state.revision,
+            remaining,
+        }
+    }
+
+    /// Like [`Cacher::list`], but only when the cache holds exactly `revision` (later
+    /// pages of a list whose first page it served).
+    pub fn list_at(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+        revision: u64,
+    ) -> Option<ListPage> {
+        (self.revision() == Some(revision))
+            .then(|| self.list(prefix, start_after, limit))
+            .filter(|page| page.revision == revision)
+    }
+
+    /// The key as the cache holds it, and the cache's revision.
+    pub fn get(&self, key: &str) -> (Option<KeyValue>, u64) {
+        let state = self.read();
+        (
+            state.objects.get_key_value(key).map(key_value),
+            state.revision,
+        )
+    }
+
+    /// A watch of the keys under `prefix` after revision `after`, or of the current state
+    /// (as initial objects) when `after` is `None`. `None` when the cache is not loaded or
+    /// `after` is older than its window; the caller watches storage instead.
+    pub fn watch(&self, prefix: &str, after: Option<u64>) -> Option<CacheWatch> {
+        self.revision()?;
+        let state = self.read();
+        let (initial, backlog, revision) = match after {
+            None => {
+                let initial = state
+                    .objects
+                    .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+                    .take_while(|(k, _)| k.starts_with(prefix))
+                    .map(key_value)
+                    .collect();
+                (initial, VecDeque::new(), state.revision)
+            }
+            Some(after) if after < state.floor => return None,
+            Some(after) => {
+                let backlog = state
+                    .history
+                    .iter()
+                    .filter(|e| e.revision > after && e.key.starts_with(prefix))
+                    .cloned()
+                    .collect();
+                (Vec::new(), backlog, after)
+            }
+        };
+        // Subscribing under the lock: no change falls between the state and the stream.
+        Some(CacheWatch {
+            initial,
+            backlog,
+            live: state.events.subscribe(),
+            revision,
+        })
+    }
+
+    /// Loads the current objects and returns the watch that keeps them current.
+    async fn load(&self) -> Result<EventReceiver, StorageError> {
+        let page = self.storage.list(&self.prefix, None, 0).await?;
+        let events = self.storage.watch(&self.prefix, page.revision).await?;
+        let mut state = self.write();
+        state.objects = page
+            .items
+            .into_iter()
+            .map(|kv| {
+                let cached = Cached {
+                    value: kv.value,
+                    create_revision: kv.create_revision,
+                    mod_revision: kv.mod_revision,
+                };
+                (kv.key, cached)
+            })
+            .collect();
+        state.history.clear();
+        state.floor = page.revision;
+        state.revision = page.revision;
+        drop(state);
+        self.progress.send_replace(Some(page.revision));
+        Ok(events)
+    }
+
+    /// Applies one change from storage and hands it to the watchers.
+    fn apply(&self, event: Arc<StoredEvent>) {
+        let mut state = self.write();
+        if event.revision <= state.revision {
+            return;
+        }
+        match &event.value {
+            Some(value) => {
+                let create_revision = match state.objects.get(&event.key) {
+                    Some(old) if event.prev.is_some() => old.create_revision,
+                    _ => event.revision,
+                };
+                let cached = Cached {
+                    value: value.clone(),
+                    create_revision,
+                    mod_revision: event.revision,
+                };
+                state.objects.insert(event.key.clone(), cached);
+            }
+            None => {
+                state.objects.remove(&event.key);
+            }
+        }
+        state.revision = event.revision;
+        state.history.push_back(event.clone());
+        while state.history.len() > HISTORY {
+            if let Some(old) = state.history.pop_front() {
+                state.floor = old.revision;
+            }
+        }
+        // Sent under the lock, so a watch set up under it sees each change exactly once.
+        let _ = state.events.send(event);
+        let revision = state.revision;
+        drop(state);
+        self.progress.send_replace(Some(revision));
+    }
+
+    /// Records that storage has delivered every change up to `revision`.
+    fn advance(&self, revision: u64) {
+        let mut state = self.write();
+        if revision > state.revision {
+            state.revision = revision;
+            drop(state);
+            self.progress.send_replace(Some(revision));
+        }
+    }
+
+    /// Forgets the contents (the storage watch broke): reads go to storage and every
+    /// watch served from the cache ends (clients re-watch from their last revision).
+    fn reset(&self) {
+        self.progress.send_replace(None);
+        let mut state = self.write();
+        state.objects.clear();
+        state.history.clear();
+        state.events = broadcast::channel(WATCHER_BUFFER).0;
+    }
+}
+
+fn key_value((key, c): (&String, &Cached)) -> KeyValue {
+    KeyValue {
+        key: key.clone(),
+        value: c.value.clone(),
+        create_revision: c.create_revision,
+        mod_revision: c.mod_revision,
+    }
+}
+
+/// The cache's feeding loop: load, follow the storage watch, and load again when it
+/// breaks. Ends when the cache is dropped.
+async fn feed(cacher: Weak<Cacher>) {
+    loop {
+        let Some(this) = cacher.upgrade() else { return };
+        let want_progress = this.want_progress.clone();
+        let loaded = this.load().await;
+        drop(this);
+        match loaded {
+            Ok(mut events) => loop {
+                let item = tokio::select! {
+                    item = events.recv_item() => item,
+                    _ = want_progress.notified() => {
+                        events.request_progress();
+                        continue;
+                    }
+                };
+                let Some(this) = cacher.upgrade() else { return };
+                match item {
+                    Some(Ok(WatchItem::Event(e))) => this.apply(e),
+                    Some(Ok(WatchItem::Progress(revision))) => this.advance(revision),
+                    Some(Err(e)) => {
+                        tracing::warn!(prefix = %this.prefix, "watch cache: the storage watch ended: {e}; re-loading");
+                        this.reset();
+                        break;
+                    }
+                    None => {
+                        this.reset();
+                        break;
+                    }
+                }
+            },
+            Err(e) => {
+                if let Some(this) = cacher.upgrade() {
+                    tracing::warn!(prefix = %this.prefix, "watch cache: loading failed: {e}; retrying");
+                }
+            }
+        }
+        tokio::time::sleep(RELOAD_PAUSE).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::embedded::EmbeddedStorage;
+
+    /// The cache over a backend: consistent reads and watches. Run against every backend.
+    async fn serves_consistent_reads_and_watches(s: Arc<dyn Storage>) {
+        s.create("/registry/a/ns/x", Bytes::from_static(b"1"))
+            .await
+            .unwrap();
+        let c = Cacher::start(s.clone(), "/registry/a/".into());
+        assert!(c.wait_for_current().await.unwrap());
+        let start = c.revision().unwrap();
+        let r = s
+            .create("/registry/a/ns/y", Bytes::from_static(b"2"))
+            .await
+            .unwrap();
+        // A write to another resource moves the store's revision past the cache's last
+        // event; progress notifications let the cache catch up without an event.
+        let other = s
+            .create("/registry/b/z", Bytes::from_static(b"3"))
+            .await
+            .unwrap();
+        assert!(c.wait_for_current().await.unwrap(), "caught up to {other}");
+        let page = c.list("/registry/a/ns/", None, 0);
+        assert_eq!(page.revision, other);
+        let keys: Vec<_> = page.items.iter().map(|kv| kv.key.as_str()).collect();
+        assert_eq!(keys, ["/registry/a/ns/x", "/registry/a/ns/y"]);
+        assert_eq!(page.items[1].mod_revision, r);
+        let first = c.list("/registry/a/", None, 1);
+        assert_eq!((first.items.len(), first.remaining), (1, 1));
+        let next = c.list("/registry/a/", Some("/registry/a/ns/x"), 1);
+        assert_eq!(next.items[0].key, "/registry/a/ns/y");
+
+        // Watches replay the window, then follow.
+        let mut w = c.watch("/registry/a/", Some(start)).unwrap();
+        assert_eq!(w.backlog.pop_front().unwrap().revision, r);
+        assert!(w.backlog.is_empty());
+        let r2 = s
+            .update("/registry/a/ns/x", start, Bytes::from_static(b"4"))
+            .await
+            .unwrap();
+        let e = tokio::time::timeout(Duration::from_secs(10), w.live.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((e.revision, e.prev.as_deref()), (r2, Some(&b"1"[..])));
+        assert!(c.wait_for(r2).await);
+        let (kv, _) = c.get("/registry/a/ns/x");
+        let kv = kv.unwrap();
+        assert_eq!((kv.create_revision, kv.mod_revision), (start, r2));
+        // Before the window: the caller must go to storage.
+        assert!(c.watch("/registry/a/", Some(start - 1)).is_none());
+    }
+
+    #[tokio::test]
+    async fn embedded_backend() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = EmbeddedStorage::open(&dir.path().join("db")).unwrap();
+        serves_consistent_reads_and_watches(Arc::new(s)).await;
+    }
+
+    #[cfg(feature = "etcd")]
+    #[tokio::test]
+    async fn etcd_backend() {
+        let server = crate::storage::conformance::EtcdServer::start().await;
+        let s = server.client("/registry").await;
+        serves_consistent_reads_and_watches(Arc::new(s)).await;
+    }
+}
