@@ -2271,6 +2271,64 @@ async fn delete_all_and_delete_collection_with_selectors() {
     assert_eq!(out.trim(), r#"widget.example.dev "b" deleted"#);
 }
 
+/// `kubectl wait --for=condition=...` and a rollout-style `--for=jsonpath=...` wait watch
+/// the object and return once a status write (by a controller, here the test) meets them.
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_wait_for_a_condition_and_a_status_field() {
+    let s = TestServer::start();
+    let w = s.write_file(
+        "w.yaml",
+        "apiVersion: example.dev/v1\nkind: Widget\nmetadata:\n  name: slow\nspec:\n  color: red\n  replicas: 3\n",
+    );
+    s.kubectl_ok(&["create", "-f", w.to_str().unwrap()]);
+    let wait = |args: &[&str]| {
+        kubectl_command(&s, args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawning kubectl wait")
+    };
+    let ready = wait(&["wait", "--for=condition=Ready", "wd/slow", "--timeout=30s"]);
+    let rolled = wait(&[
+        "wait",
+        "--for=jsonpath={.status.replicas}=3",
+        "wd/slow",
+        "--timeout=30s",
+    ]);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    // Not yet: a False condition and too few replicas.
+    s.kubectl_ok(&[
+        "patch", "wd", "slow", "--subresource=status", "--type=merge", "-p",
+        r#"{"status":{"replicas":1,"conditions":[{"type":"Ready","status":"False","reason":"Starting"}]}}"#,
+    ]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    s.kubectl_ok(&[
+        "patch", "wd", "slow", "--subresource=status", "--type=merge", "-p",
+        r#"{"status":{"replicas":3,"observedGeneration":1,"conditions":[{"type":"Ready","status":"True","reason":"AllUp"}]}}"#,
+    ]);
+    for (what, child) in [("condition=Ready", ready), ("jsonpath", rolled)] {
+        let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "kubectl wait --for={what}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "widget.example.dev/slow condition met",
+            "kubectl wait --for={what}"
+        );
+    }
+    // A condition that is already met returns at once; one never met times out.
+    s.kubectl_ok(&["wait", "--for=condition=Ready", "wd/slow", "--timeout=10s"]);
+    let err = s.kubectl_err(&["wait", "--for=condition=Broken", "wd/slow", "--timeout=2s"]);
+    assert!(err.contains("timed out"), "{err}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn kubectl_wait_for_delete_returns_when_the_object_goes() {
     let s = TestServer::start();

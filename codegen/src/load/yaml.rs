@@ -63,7 +63,10 @@ const COLUMN_KEYS: &[&str] = &[
 
 /// Loads one YAML definition file. Returns `None` (with diagnostics) when it is unusable.
 pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceDef> {
-    let options = LoaderOptions::default().error_on_duplicate_keys(true);
+    // Quoted scalars stay strings (`"True"` in an enum is not a boolean).
+    let options = LoaderOptions::default()
+        .error_on_duplicate_keys(true)
+        .prevent_coercion(true);
     let root = match marked_yaml::parse_yaml_with_options(0, text, options) {
         Ok(n) => n,
         Err(e) => {

@@ -132,6 +132,28 @@ pub mod example_dev_v1 {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub settings: Option<serde_json::Value>,
     }
+    ///The `WidgetStatusConditionsItem` part.
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+    pub struct WidgetStatusConditionsItem {
+        ///The condition's name, e.g. Ready.
+        #[serde(rename = "type")]
+        pub r#type: String,
+        ///True, False or Unknown.
+        #[serde(rename = "status")]
+        pub status: String,
+        #[serde(rename = "reason")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub reason: Option<String>,
+        #[serde(rename = "message")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub message: Option<String>,
+        #[serde(rename = "lastTransitionTime")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub last_transition_time: Option<String>,
+        #[serde(rename = "observedGeneration")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub observed_generation: Option<i64>,
+    }
     ///The observed state of the widget.
     #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
     pub struct WidgetStatus {
@@ -141,6 +163,14 @@ pub mod example_dev_v1 {
         #[serde(rename = "selector")]
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub selector: Option<String>,
+        ///The spec generation the status describes.
+        #[serde(rename = "observedGeneration")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub observed_generation: Option<i64>,
+        ///Observations of the widget's state (what `kubectl wait --for=condition=...` reads).
+        #[serde(rename = "conditions")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub conditions: Option<Vec<WidgetStatusConditionsItem>>,
     }
     ///A Widget is an example namespaced resource with a spec and a status.
     #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -132,6 +132,25 @@ impl Client {
         })
     }
 
+    /// A client for the same server with connections of its own, as another client
+    /// process would have.
+    pub fn separate(&self) -> Client {
+        let i = &self.inner;
+        Client {
+            inner: Arc::new(Inner {
+                target: i.target.clone(),
+                tls: i.tls.clone(),
+                server_name: i.server_name.clone(),
+                authority: i.authority.clone(),
+                token: i.token.clone(),
+                protocol: i.protocol,
+                timeout: i.timeout,
+                h2: tokio::sync::Mutex::new(None),
+                h1_idle: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
     /// The protocol in use.
     pub fn protocol(&self) -> Protocol {
         self.inner.protocol

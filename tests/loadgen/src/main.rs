@@ -70,11 +70,18 @@ struct SuiteArgs {
     #[arg(long, default_value_t = 500)]
     page_limit: usize,
     /// Watcher counts of the fan-out scenario.
-    #[arg(long, value_delimiter = ',', default_value = "100,1000")]
+    #[arg(long, value_delimiter = ',', default_value = "100,1000,10000")]
     watchers: Vec<usize>,
     /// Creates per fan-out scenario (every watcher must see each).
     #[arg(long, default_value_t = 100)]
     watch_events: u64,
+    /// Write rates of the fan-out scenario, creates per second (0 = one after another).
+    #[arg(long, value_delimiter = ',', default_value = "0,100")]
+    watch_rates: Vec<f64>,
+    /// Watches per HTTP/2 connection in the fan-out and idle-watcher figures, as many
+    /// client processes would hold them (0 = all on one connection).
+    #[arg(long, default_value_t = 100)]
+    watchers_per_connection: usize,
     /// Approximate size of each ConfigMap's JSON, bytes.
     #[arg(long, default_value_t = 1024)]
     object_size: usize,
@@ -216,6 +223,8 @@ fn run_suite(a: SuiteArgs) -> anyhow::Result<ExitCode> {
             page_limit: a.page_limit,
             watchers: a.watchers,
             watch_events: a.watch_events,
+            watch_rates: a.watch_rates,
+            watchers_per_connection: a.watchers_per_connection,
             object_size: a.object_size,
             write_time: Duration::from_secs_f64(a.write_time),
             ..Settings::default()

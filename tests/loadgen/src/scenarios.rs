@@ -34,6 +34,10 @@ pub struct Settings {
     pub watchers: Vec<usize>,
     /// Writes each fan-out scenario makes (every watcher must see each).
     pub watch_events: u64,
+    /// Write rates of the fan-out scenario, per second; 0 = one after another.
+    pub watch_rates: Vec<f64>,
+    /// Watches per HTTP/2 connection (0 = all on the one connection of the client).
+    pub watchers_per_connection: usize,
     /// Approximate size of a ConfigMap's JSON, bytes.
     pub object_size: usize,
     /// How long a scenario waits for watchers to catch up after the last write.
@@ -50,8 +54,10 @@ impl Default for Settings {
             duration: Duration::from_secs(5),
             list_requests: 20,
             page_limit: 500,
-            watchers: vec![100, 1000],
+            watchers: vec![100, 1000, 10_000],
             watch_events: 100,
+            watch_rates: vec![0.0, 100.0],
+            watchers_per_connection: 100,
             object_size: 1024,
             watch_grace: Duration::from_secs(30),
             write_time: Duration::from_secs(600),
@@ -526,17 +532,29 @@ pub async fn collection_revision(client: &Client, ns: &str) -> Result<String> {
         .ok_or_else(|| anyhow!("the list of {ns} has no resourceVersion"))
 }
 
-/// Opens `n` watches of `ns`'s ConfigMaps from `rv`, at most 64 opening at once;
-/// returns them once every one has its response headers.
-pub async fn open_watches(client: &Client, ns: &str, rv: &str, n: usize) -> Result<Vec<Streaming>> {
+/// Opens `n` watches of `ns`'s ConfigMaps from `rv`, `per_connection` to a connection
+/// (0: all on `client`'s), at most 64 opening at once; returns them once every one has
+/// its response headers.
+pub async fn open_watches(
+    client: &Client,
+    ns: &str,
+    rv: &str,
+    n: usize,
+    per_connection: usize,
+) -> Result<Vec<Streaming>> {
     let url = format!(
         "{}?watch=true&resourceVersion={rv}&timeoutSeconds=600",
         collection(ns)
     );
+    let clients: Vec<Client> = match per_connection {
+        0 => vec![client.clone()],
+        k => (0..n.div_ceil(k)).map(|_| client.separate()).collect(),
+    };
     let gate = Arc::new(tokio::sync::Semaphore::new(64));
     let mut set = JoinSet::new();
     for i in 0..n {
-        let (c, url, gate) = (client.clone(), url.clone(), gate.clone());
+        let c = clients[i.checked_div(per_connection).unwrap_or(0)].clone();
+        let (url, gate) = (url.clone(), gate.clone());
         set.spawn(async move {
             let _permit = gate.acquire_owned().await;
             (i, c.stream(&url).await)
@@ -652,7 +670,8 @@ async fn read_watch(mut stream: Streaming, events: u64, deadline: tokio::time::I
 }
 
 /// Watch fan-out: `watchers` watches of one collection from its current revision, then
-/// `events` creates one after another; each delivery's latency is from the write's
+/// `events` creates, one after another or `rate` per second; each delivery's latency is
+/// from the write's
 /// acknowledgement (its 201 arriving) to the watcher reading the event, clamped at 0
 /// (a watcher may read the event before the writer reads its 201). Every watcher must
 /// see every event; what is missing counts as `check` errors.
@@ -660,11 +679,17 @@ pub async fn watch_fanout(
     client: &Client,
     ns: &str,
     watchers: usize,
-    events: u64,
-    size: usize,
-    grace: Duration,
+    rate: f64,
+    settings: &Settings,
 ) -> Row {
-    let scenario = format!("watch fan-out: {events} creates, delivery latency");
+    let events = settings.watch_events;
+    let (per_connection, size) = (settings.watchers_per_connection, settings.object_size);
+    let grace = settings.watch_grace;
+    let scenario = if rate > 0.0 {
+        format!("watch fan-out: {events} creates at {rate}/s, delivery latency")
+    } else {
+        format!("watch fan-out: {events} creates, delivery latency")
+    };
     let mut rec = Recorder::default();
     let fail_row = |mut rec: Recorder, why: String| {
         rec.fail(Outcome::Check, watchers as u64 * events, why);
@@ -675,7 +700,7 @@ pub async fn watch_fanout(
         Ok(rv) => rv,
         Err(e) => return fail_row(rec, format!("{e:#}")),
     };
-    let streams = match open_watches(client, ns, &rv, watchers).await {
+    let streams = match open_watches(client, ns, &rv, watchers, per_connection).await {
         Ok(s) => s,
         Err(e) => return fail_row(rec, format!("{e:#}")),
     };
@@ -707,7 +732,15 @@ pub async fn watch_fanout(
     }
     let started = Instant::now();
     let path = collection(ns);
+    let mut pace = (rate > 0.0).then(|| {
+        let mut t = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
+        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+        t
+    });
     for i in 0..events {
+        if let Some(t) = pace.as_mut() {
+            t.tick().await;
+        }
         let body = configmap(&format!("ev-{i}"), i, size);
         let r = client
             .send(Method::POST, &path, JSON, Some(JSON), body)
@@ -757,7 +790,12 @@ pub async fn watch_fanout(
 }
 
 /// Resident-memory figures of idle watchers: opens `n` watches and holds them.
-pub async fn hold_watches(client: &Client, ns: &str, n: usize) -> Result<Vec<Streaming>> {
+pub async fn hold_watches(
+    client: &Client,
+    ns: &str,
+    n: usize,
+    per_connection: usize,
+) -> Result<Vec<Streaming>> {
     let rv = collection_revision(client, ns).await?;
-    open_watches(client, ns, &rv, n).await
+    open_watches(client, ns, &rv, n, per_connection).await
 }

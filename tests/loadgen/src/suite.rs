@@ -351,20 +351,14 @@ async fn scenarios_run(client: &Client, opts: &SuiteOptions, tag: &str) -> Resul
     }
     let mut extra = Vec::new();
     if sel.watch {
-        for &w in &s.watchers {
-            let ns = format!("{tag}-w{w}");
-            scenarios::create_namespace(client, &ns).await?;
-            let row = scenarios::watch_fanout(
-                client,
-                &ns,
-                w,
-                s.watch_events,
-                s.object_size,
-                s.watch_grace,
-            )
-            .await;
-            push(row, &mut rows);
-            extra.push(ns);
+        for &rate in &s.watch_rates {
+            for &w in &s.watchers {
+                let ns = format!("{tag}-w{w}-r{}", rate as u64);
+                scenarios::create_namespace(client, &ns).await?;
+                let row = scenarios::watch_fanout(client, &ns, w, rate, s).await;
+                push(row, &mut rows);
+                extra.push(ns);
+            }
         }
     }
     if sel.delete {
@@ -489,7 +483,8 @@ async fn resources(bin: &std::path::Path, opts: &SuiteOptions) -> Result<Vec<Fig
     );
     if opts.idle_watchers > 0 {
         let w = opts.idle_watchers;
-        let watches = scenarios::hold_watches(&client, ns, w).await?;
+        let per_connection = opts.settings.watchers_per_connection;
+        let watches = scenarios::hold_watches(&client, ns, w, per_connection).await?;
         tokio::time::sleep(Duration::from_millis(500)).await;
         let rss2 = figs.rss(&format!("with {w} idle watchers"), &server)?;
         let per_watcher = (rss2 as f64 - rss1 as f64) / w as f64;

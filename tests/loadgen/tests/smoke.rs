@@ -26,6 +26,8 @@ fn options(protocol: Protocol) -> SuiteOptions {
             page_limit: 7,
             watchers: vec![3],
             watch_events: 20,
+            watch_rates: vec![0.0, 200.0],
+            watchers_per_connection: 2,
             object_size: 1024,
             watch_grace: Duration::from_secs(20),
             write_time: Duration::from_secs(60),
