@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::embedded::EmbeddedStorage;
-use super::{EventReceiver, Storage, StorageError, StoredEvent};
+use super::{EventReceiver, Storage, StorageError, StoredEvent, WatchItem};
 
 /// Makes stores for the suite.
 #[async_trait]
@@ -503,6 +503,36 @@ pub async fn concurrent_writes_are_ordered_for_watchers(f: &dyn Factory) {
     );
 }
 
+/// A watch reports progress: after a change under another prefix, asking for progress
+/// brings word that every change up to that revision was delivered (what lets a watch
+/// cache answer consistent reads).
+pub async fn watch_reports_progress(f: &dyn Factory) {
+    let s = f.open().await;
+    let start = s.current_revision().await.unwrap();
+    let mut w = s.watch("/registry/quiet/", start).await.unwrap();
+    let elsewhere = s.create("/registry/busy/k", b("v")).await.unwrap();
+    let deadline = tokio::time::Instant::now() + EVENT_WAIT;
+    loop {
+        w.request_progress();
+        let item = tokio::time::timeout(Duration::from_millis(200), w.recv_item()).await;
+        match item {
+            Ok(Some(Ok(WatchItem::Progress(r)))) if r >= elsewhere => break,
+            Ok(Some(Ok(WatchItem::Progress(_)))) | Err(_) => {}
+            Ok(other) => panic!("the watch of a quiet prefix delivered {other:?}"),
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no progress to revision {elsewhere} within {EVENT_WAIT:?}"
+        );
+    }
+    // Changes under the prefix still arrive, after the progress.
+    let mine = s.create("/registry/quiet/k", b("v")).await.unwrap();
+    assert_eq!(
+        next_event(&mut w, "a change after progress").await.revision,
+        mine
+    );
+}
+
 /// A list at a past revision sees the keys as they were then (values, revisions, keys
 /// deleted since, none created since), in pages; before compaction only.
 pub async fn list_at_a_past_revision(f: &dyn Factory) {
@@ -566,7 +596,8 @@ macro_rules! conformance_tests {
             concurrent_updates_one_wins,
             concurrent_creates_one_wins,
             delete_races_update,
-            concurrent_writes_are_ordered_for_watchers
+            concurrent_writes_are_ordered_for_watchers,
+            watch_reports_progress
         );
     };
     (@each $factory:expr; $($name:ident),*) => {
