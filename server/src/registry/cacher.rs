@@ -242,9 +242,9 @@ impl Cacher {
         }
         match &event.value {
             Some(value) => {
-                let create_revision = match state.objects.get(&event.key) {
-                    Some(old) if event.prev.is_some() => old.create_revision,
-                    _ => event.revision,
+                let create_revision = match &event.prev {
+                    Some(_) => event.prev_create_revision,
+                    None => event.revision,
                 };
                 let cached = Cached {
                     value: value.clone(),
