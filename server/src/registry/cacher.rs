@@ -8,7 +8,7 @@
 //! watch start point older than its window) the caller goes to storage instead, so the
 //! cache changes speed, never answers.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::time::Duration;
@@ -23,8 +23,11 @@ use crate::storage::{
 /// How many recent changes a cache keeps for watches that start in the past. Older start
 /// points are served by storage (or get 410 there).
 pub const HISTORY: usize = 1_000;
-/// Events buffered for watchers; one that falls this far behind is closed (it re-watches).
+/// Events buffered for watchers of a whole resource; one that falls this far behind is
+/// closed (it re-watches).
 const WATCHER_BUFFER: usize = 1_024;
+/// The same for watchers of one namespace (one buffer per watched namespace).
+const NAMESPACE_WATCHER_BUFFER: usize = 256;
 /// How long a read waits for the cache to catch up before going to storage.
 const CATCH_UP_WAIT: Duration = Duration::from_secs(3);
 /// Pause before re-loading after the storage watch broke.
@@ -50,8 +53,12 @@ struct State {
     floor: u64,
     /// The revision `objects` reflect.
     revision: u64,
-    /// Live changes for watchers. Replaced on re-load, which ends every watch.
+    /// Live changes for watchers of the whole resource. Replaced on re-load, which ends
+    /// every watch.
     events: broadcast::Sender<Arc<StoredEvent>>,
+    /// Live changes per namespace, for watchers of one namespace: a change wakes only the
+    /// watchers it concerns. Created on first watch, dropped when no one listens.
+    by_namespace: HashMap<String, broadcast::Sender<Arc<StoredEvent>>>,
 }
 
 #[derive(Clone)]
@@ -86,6 +93,7 @@ impl Cacher {
                 floor: 0,
                 revision: 0,
                 events: broadcast::channel(WATCHER_BUFFER).0,
+                by_namespace: HashMap::new(),
             }),
             progress: watch::channel(None).0,
             want_progress: Arc::new(Notify::new()),
@@ -178,7 +186,7 @@ impl Cacher {
     /// `after` is older than its window; the caller watches storage instead.
     pub fn watch(&self, prefix: &str, after: Option<u64>) -> Option<CacheWatch> {
         self.revision()?;
-        let state = self.read();
+        let mut state = self.write();
         let (initial, backlog, revision) = match after {
             None => {
                 let initial = state
@@ -201,10 +209,18 @@ impl Cacher {
             }
         };
         // Subscribing under the lock: no change falls between the state and the stream.
+        let live = match self.namespace_of(prefix) {
+            Some(ns) => state
+                .by_namespace
+                .entry(ns.to_string())
+                .or_insert_with(|| broadcast::channel(NAMESPACE_WATCHER_BUFFER).0)
+                .subscribe(),
+            None => state.events.subscribe(),
+        };
         Some(CacheWatch {
             initial,
             backlog,
-            live: state.events.subscribe(),
+            live,
             revision,
         })
     }
@@ -265,6 +281,13 @@ impl Cacher {
             }
         }
         // Sent under the lock, so a watch set up under it sees each change exactly once.
+        if let Some(ns) = self.namespace_of(&event.key) {
+            if let Some(tx) = state.by_namespace.get(ns) {
+                if tx.send(event.clone()).is_err() {
+                    state.by_namespace.remove(ns);
+                }
+            }
+        }
         let _ = state.events.send(event);
         let revision = state.revision;
         drop(state);
@@ -289,6 +312,14 @@ impl Cacher {
         state.objects.clear();
         state.history.clear();
         state.events = broadcast::channel(WATCHER_BUFFER).0;
+        state.by_namespace.clear();
+    }
+
+    /// The namespace part of a key or namespace prefix under the cache's prefix
+    /// (`<prefix><namespace>/...`); `None` for the whole resource and cluster-scoped keys.
+    fn namespace_of<'k>(&self, key: &'k str) -> Option<&'k str> {
+        let rest = key.strip_prefix(self.prefix.as_str())?;
+        rest.split_once('/').map(|(ns, _)| ns)
     }
 }
 
@@ -396,6 +427,27 @@ mod tests {
         assert_eq!((kv.create_revision, kv.mod_revision), (start, r2));
         // Before the window: the caller must go to storage.
         assert!(c.watch("/registry/a/", Some(start - 1)).is_none());
+
+        // A namespace's watchers hear only of their namespace; the resource's of all.
+        let mut ns = c.watch("/registry/a/ns/", None).unwrap();
+        assert_eq!(ns.initial.len(), 2);
+        let mut all = c.watch("/registry/a/", None).unwrap();
+        let other = s.create("/registry/a/other/o", Bytes::new()).await.unwrap();
+        let mine = s.create("/registry/a/ns/z", Bytes::new()).await.unwrap();
+        let wait = Duration::from_secs(10);
+        let got = tokio::time::timeout(wait, ns.live.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            got.revision, mine,
+            "the namespace watcher skips other namespaces"
+        );
+        let got = tokio::time::timeout(wait, all.live.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(got.revision, other);
     }
 
     #[tokio::test]
