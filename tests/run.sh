@@ -76,3 +76,12 @@ cargo build -q -p apiserver --bin apiserver --features etcd
 # built with `etcd` here) and tests/tests/etcd.rs (the server through an etcd outage).
 echo "==> cargo test --workspace"
 cargo test --workspace
+
+# The same server on etcd: the black-box suites that exercise storage (objects, lists,
+# watches, apply, errors, the harness itself) again, each test server with an etcd of its
+# own. Not discovery (no storage), add_resource (a rebuild of a copy of the repository),
+# crash and restart (the embedded store's durability; they always use it). ~40 s.
+echo "==> black-box suites on etcd (APISERVER_TEST_STORAGE=etcd)"
+APISERVER_TEST_STORAGE=etcd cargo test -p apiserver-tests \
+  --test semantics --test watch --test kubectl --test kube_client --test apply \
+  --test bad_input --test server_bugs --test harness
