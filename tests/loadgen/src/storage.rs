@@ -294,13 +294,16 @@ impl TraitBench {
         }
         for (level, &c) in self.opts.concurrency.iter().enumerate() {
             let (store, revs) = (self.store.clone(), self.revisions[level].clone());
-            // Worker w owns the keys w, w+c, w+2c, ...: no two updates race for a key, so
-            // every compare-and-swap should succeed.
-            let owned = count.div_ceil(c as u64);
+            // Worker w owns the keys w, w+c, w+2c, ... below `count`: no two updates race
+            // for a key, so every compare-and-swap should succeed.
             let (rec, took) = drive(c, None, time, move |w, n| {
                 let (store, revs) = (store.clone(), revs.clone());
                 async move {
-                    let i = (w as u64 + (n % owned) * c as u64) % count;
+                    let owned = count.saturating_sub(w as u64).div_ceil(c as u64).max(1);
+                    let i = w as u64 + (n % owned) * c as u64;
+                    if i >= count {
+                        return Err(format!("no key for worker {w} (fewer keys than workers)"));
+                    }
                     let expected = revs[i as usize].load(Ordering::Relaxed);
                     let rev = store
                         .update(&key(c, i), expected, value(size, n + 1))
@@ -482,7 +485,8 @@ async fn raw_etcd(opts: &StorageOptions, endpoint: &str, root: &str) -> Result<V
         rows.push(row(&rec, "raw etcd get", c, took));
     }
     let c = opts.concurrency[0];
-    let kv = client.kv_client();
+    // As the trait's client: a range of 10,000 values is ~14 MB, past gRPC's 4 MiB default.
+    let kv = client.kv_client().max_decoding_message_size(1 << 30);
     let (rec, took) = drive(1, Some(opts.list_requests), Duration::MAX, move |_, _| {
         let mut kv = kv.clone();
         let prefix = format!("{root}/c{c}/");
