@@ -3,7 +3,13 @@
 //!
 //! Each [`TestServer`] is a separate process with its own data directory and port, so
 //! tests are independent and may run in parallel. The binary is built once per test
-//! process (see [`server_binary`]).
+//! process (see [`server_binary`]), with the `etcd` storage feature.
+//!
+//! Storage: [`TestServer::start`] uses the embedded store, or etcd when
+//! `APISERVER_TEST_STORAGE=etcd` (see [`Backend::from_env`]): then every server gets its
+//! own [`Etcd`] on free ports, started by the harness and killed with the server.
+//! [`TestServer::start_on_etcd`] always uses etcd; [`TestServer::start_in`] always uses
+//! the embedded store (its data directory is the store).
 //!
 //! ```no_run
 //! use apiserver_tests::TestServer;
@@ -22,6 +28,37 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+mod etcd;
+pub use etcd::{etcd_binary, Etcd, ETCD_START_TIMEOUT};
+
+/// The environment variable that picks the storage of [`TestServer::start`].
+pub const STORAGE_ENV: &str = "APISERVER_TEST_STORAGE";
+
+/// Which storage backend a [`TestServer`] runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded store in the server's data directory (the server's default).
+    Embedded,
+    /// A harness-started etcd (`--etcd-servers`).
+    Etcd,
+}
+
+impl Backend {
+    /// The backend `APISERVER_TEST_STORAGE` asks for: `etcd`, or `embedded` (also when
+    /// unset or empty).
+    ///
+    /// # Panics
+    ///
+    /// On any other value, so a typo cannot silently test the wrong backend.
+    pub fn from_env() -> Backend {
+        match std::env::var(STORAGE_ENV).as_deref() {
+            Err(_) | Ok("") | Ok("embedded") => Backend::Embedded,
+            Ok("etcd") => Backend::Etcd,
+            Ok(other) => panic!("{STORAGE_ENV}={other:?}: expected `embedded` or `etcd`"),
+        }
+    }
+}
+
 /// How long a server may take from spawn to printing its `Admin kubeconfig:` line.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -39,7 +76,7 @@ pub fn workspace_root() -> PathBuf {
 
 /// Path of the `apiserver` binary, built once per test process.
 ///
-/// Runs `$CARGO build -p apiserver --bin apiserver` (or `cargo` when `CARGO` is unset) in
+/// Runs `$CARGO build -p apiserver --bin apiserver --features etcd` (or `cargo` when `CARGO` is unset) in
 /// the workspace root the first time it is called. The binary is looked up in
 /// `$CARGO_TARGET_DIR/debug` when that variable is set (relative paths are taken from
 /// the workspace root, as cargo does when run there), else in `<root>/target/debug`.
@@ -66,7 +103,18 @@ fn build_server() -> Result<PathBuf, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut build = Command::new(&cargo);
     build
-        .args(["build", "-p", "apiserver", "--bin", "apiserver"])
+        // With `etcd`, as the workspace's test build has it (this crate's dev-dependency
+        // on apiserver enables it), so the two builds do not keep replacing each other's
+        // binary; and so every test server can run on etcd.
+        .args([
+            "build",
+            "-p",
+            "apiserver",
+            "--bin",
+            "apiserver",
+            "--features",
+            "etcd",
+        ])
         .current_dir(&root)
         .stdin(Stdio::null());
     // `cargo test` gives this process the variables it sets for the tests crate
@@ -164,37 +212,72 @@ pub struct TestServer {
     url: String,
     kubeconfig: PathBuf,
     stderr: Arc<Mutex<String>>,
+    /// The etcd this server stores into; dropped (killed) after the server is stopped.
+    etcd: Option<Etcd>,
+    /// Storage flags, repeated by [`TestServer::restart`].
+    storage_args: Vec<String>,
 }
 
 impl TestServer {
-    /// Starts a server on a fresh temporary data directory and a free port.
+    /// Starts a server on a fresh temporary data directory and a free port, on the
+    /// storage `APISERVER_TEST_STORAGE` picks ([`Backend::from_env`]; embedded by default).
     ///
     /// # Panics
     ///
-    /// When the binary cannot be built or the server does not come up within
-    /// [`STARTUP_TIMEOUT`]; the message carries the server's stderr.
+    /// When the binary cannot be built, etcd (when asked for) is missing or does not
+    /// start, or the server does not come up within [`STARTUP_TIMEOUT`]; the message
+    /// carries the server's stderr.
     pub fn start() -> TestServer {
-        let dir = TempDir::with_prefix("apiserver-test-").expect("creating a temporary dir");
-        Self::launch(DataDir::Owned(dir))
+        Self::start_with(Backend::from_env())
     }
 
-    /// Starts a server on `data_dir`, which the caller keeps (for restart tests: stop
-    /// one server, then start another on the same directory). Picks a new free port.
+    /// Starts a server on the given backend (fresh data directory, free port; for etcd a
+    /// new etcd of its own).
+    ///
+    /// # Panics
+    ///
+    /// As [`TestServer::start`].
+    pub fn start_with(backend: Backend) -> TestServer {
+        let dir = TempDir::with_prefix("apiserver-test-").expect("creating a temporary dir");
+        let etcd = match backend {
+            Backend::Embedded => None,
+            Backend::Etcd => Some(Etcd::start()),
+        };
+        Self::launch(DataDir::Owned(dir), etcd)
+    }
+
+    /// Starts a server on etcd whatever `APISERVER_TEST_STORAGE` says.
+    ///
+    /// # Panics
+    ///
+    /// As [`TestServer::start`]; in particular when there is no etcd binary.
+    pub fn start_on_etcd() -> TestServer {
+        Self::start_with(Backend::Etcd)
+    }
+
+    /// Starts a server whose embedded store is in `data_dir`, which the caller keeps (for
+    /// restart and crash tests of the embedded store: stop one server, then start another
+    /// on the same directory). Always the embedded store, whatever
+    /// `APISERVER_TEST_STORAGE` says. Picks a new free port.
     ///
     /// # Panics
     ///
     /// As [`TestServer::start`].
     pub fn start_in(data_dir: impl AsRef<Path>) -> TestServer {
-        Self::launch(DataDir::Borrowed(data_dir.as_ref().to_path_buf()))
+        Self::launch(DataDir::Borrowed(data_dir.as_ref().to_path_buf()), None)
     }
 
-    fn launch(data_dir: DataDir) -> TestServer {
+    fn launch(data_dir: DataDir, etcd: Option<Etcd>) -> TestServer {
         let bin = server_binary();
         let scratch = TempDir::with_prefix("apiserver-test-scratch-").expect("creating a temp dir");
+        let storage_args = match &etcd {
+            Some(e) => vec![format!("--etcd-servers={}", e.endpoint())],
+            None => Vec::new(),
+        };
         let mut last_failure = String::new();
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port();
-            match spawn(bin, data_dir.path(), port) {
+            match spawn(bin, data_dir.path(), port, &storage_args) {
                 Ok(s) => {
                     return TestServer {
                         child: Some(s.child),
@@ -204,17 +287,39 @@ impl TestServer {
                         url: s.url,
                         kubeconfig: s.kubeconfig,
                         stderr: s.stderr,
+                        etcd,
+                        storage_args,
                     }
                 }
                 // Someone else took the port between picking and binding: try another.
                 Err(f) if f.contains("cannot listen") => last_failure = f,
-                Err(f) => panic!("{f}"),
+                Err(f) => panic!("{f}{}", etcd_log(etcd.as_ref())),
             }
         }
         panic!("{last_failure}")
     }
 
-    /// The data directory (`--data-dir`).
+    /// Which storage this server runs on.
+    pub fn backend(&self) -> Backend {
+        match self.etcd {
+            Some(_) => Backend::Etcd,
+            None => Backend::Embedded,
+        }
+    }
+
+    /// The etcd this server stores into, to stop and restart it under the server.
+    ///
+    /// # Panics
+    ///
+    /// When the server runs on the embedded store.
+    pub fn etcd(&mut self) -> &mut Etcd {
+        self.etcd
+            .as_mut()
+            .expect("this server runs on the embedded store, not etcd")
+    }
+
+    /// The data directory (`--data-dir`: certificates and kubeconfig; the store itself
+    /// unless the server runs on etcd).
     pub fn data_dir(&self) -> &Path {
         self.data_dir.path()
     }
@@ -339,8 +444,9 @@ impl TestServer {
         }
     }
 
-    /// Kills the server and starts it again on the same port and data directory, so
-    /// clients that hold its address reconnect to the new process.
+    /// Kills the server and starts it again on the same port, data directory and storage
+    /// (the same etcd keeps running), so clients that hold its address reconnect to the
+    /// new process.
     ///
     /// # Panics
     ///
@@ -351,7 +457,7 @@ impl TestServer {
         let mut last = String::new();
         // The old process's socket may linger a moment.
         for _ in 0..50 {
-            match spawn(bin, self.data_dir.path(), self.port) {
+            match spawn(bin, self.data_dir.path(), self.port, &self.storage_args) {
                 Ok(s) => {
                     self.child = Some(s.child);
                     self.stderr = s.stderr;
@@ -375,12 +481,20 @@ impl TestServer {
         }
     }
 
-    /// The last lines of the server's stderr, for failure messages.
+    /// The last lines of the server's stderr (and of etcd's log, when it runs on etcd),
+    /// for failure messages.
     pub fn stderr_tail(&self) -> String {
         let all = self.stderr();
         let lines: Vec<&str> = all.lines().collect();
-        lines[lines.len().saturating_sub(40)..].join("\n")
+        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+        format!("{tail}{}", etcd_log(self.etcd.as_ref()))
     }
+}
+
+/// etcd's recent log as a failure-message suffix (empty without etcd).
+fn etcd_log(etcd: Option<&Etcd>) -> String {
+    etcd.map(|e| format!("\netcd log ({}):\n{}", e.endpoint(), e.log_tail()))
+        .unwrap_or_default()
 }
 
 impl Drop for TestServer {
@@ -425,12 +539,13 @@ struct Spawned {
 
 /// Spawns the server and waits for its `Admin kubeconfig:` line. On failure returns a
 /// description including the server's stderr (the process is killed).
-fn spawn(bin: &Path, data_dir: &Path, port: u16) -> Result<Spawned, String> {
+fn spawn(bin: &Path, data_dir: &Path, port: u16, extra: &[String]) -> Result<Spawned, String> {
     let port_text = port.to_string();
     let mut child = Command::new(bin)
         .arg("--data-dir")
         .arg(data_dir)
         .args(["--secure-port", &port_text])
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -2,6 +2,10 @@
 //! again on the same data directory, and find every acknowledged write with the
 //! resourceVersion it was acknowledged with, and nothing torn or half-applied.
 //!
+//! The embedded store's durability, so always on the embedded store (`start_in`), whatever
+//! `APISERVER_TEST_STORAGE` says; on etcd durability is etcd's, and losing etcd under a
+//! running server is tests/tests/etcd.rs.
+//!
 //! `CRASH_REPEAT=20 cargo test -p apiserver-tests --test crash` repeats the cycle.
 
 use std::collections::BTreeMap;

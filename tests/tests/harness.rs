@@ -1,6 +1,6 @@
 //! The harness itself: start-up output, failure reporting, stop.
 
-use apiserver_tests::TestServer;
+use apiserver_tests::{Backend, TestServer};
 
 #[test]
 fn start_reports_url_and_kubeconfig() {
@@ -35,5 +35,22 @@ fn a_server_that_cannot_start_fails_loudly_with_its_stderr() {
     assert!(
         message.contains("exists and is not a directory"),
         "the server's stderr is missing from: {message}"
+    );
+}
+
+#[test]
+fn a_server_on_etcd_stores_into_the_harness_etcd_and_restarts_on_it() {
+    let mut s = TestServer::start_on_etcd();
+    assert_eq!(s.backend(), Backend::Etcd);
+    s.kubectl_ok(&["create", "configmap", "kept", "--from-literal=a=b"]);
+    // The objects are in etcd, not in an embedded store under the data directory.
+    assert!(s.etcd().data_dir().join("member").is_dir());
+    assert!(!s.data_dir().join("store.redb").exists());
+    let ready = s.kubectl_ok(&["get", "--raw", "/readyz?verbose"]);
+    assert!(ready.contains("[+]etcd ok"), "{ready}");
+    s.restart();
+    assert_eq!(
+        s.kubectl_ok(&["get", "configmap", "kept", "-o", "jsonpath={.data.a}"]),
+        "b"
     );
 }

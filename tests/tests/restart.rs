@@ -1,5 +1,8 @@
 //! Durability: a server stopped (killed) and started again on the same data directory
 //! serves the same objects, certificates and credentials.
+//!
+//! Always on the embedded store (`start_in`: the data directory is the store), whatever
+//! `APISERVER_TEST_STORAGE` says.
 
 use apiserver_tests::{client_from, TestServer};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};

@@ -1,6 +1,7 @@
 //! Watch as controllers use it: a kube-runtime watcher feeding a reflector store stays in
-//! sync through creates, updates, deletes, selector changes and a server restart (the
-//! watch from the old resourceVersion is refused with 410 and the watcher re-lists).
+//! sync through creates, updates, deletes, selector changes and a server restart (on the
+//! embedded store the watch from the old resourceVersion is refused with 410 and the
+//! watcher re-lists; on etcd the history survives the restart and the watch resumes).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,7 +12,6 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
-use tempfile::TempDir;
 
 fn cm(name: &str, app: &str, value: &str) -> ConfigMap {
     ConfigMap {
@@ -63,8 +63,7 @@ async fn eventually(store: &Store<ConfigMap>, want: &[&str], what: &str) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn reflector_stays_in_sync_through_changes_selectors_and_a_restart() {
-    let dir = TempDir::with_prefix("apiserver-watch-").unwrap();
-    let mut server = TestServer::start_in(dir.path());
+    let mut server = TestServer::start();
     let client = server.client().await;
     let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let pp = PostParams::default();
@@ -122,8 +121,8 @@ async fn reflector_stays_in_sync_through_changes_selectors_and_a_restart() {
     .unwrap();
     eventually(&reader, &["c=3"], "an object that stops matching").await;
 
-    // A restart loses the watch history: the watcher's resourceVersion is now too old,
-    // it gets 410, re-lists and carries on.
+    // A restart of the server: on the embedded store the watch history is lost, so the
+    // watcher's resourceVersion is now too old, it gets 410, re-lists and carries on.
     server.restart();
     let api: Api<ConfigMap> = Api::default_namespaced(server.client().await);
     api.create(&pp, &cm("d", "x", "4")).await.unwrap();

@@ -2,7 +2,8 @@
 //! Kubernetes clients do (kubeconfig CA and bearer token; one multiplexed HTTP/2
 //! connection as client-go, or an HTTP/1.1 pool) and reports throughput, latency
 //! percentiles, error counts, resident memory and start-to-ready times as markdown
-//! tables. `raw` is the engine baseline (durable redb transactions on the same disk).
+//! tables. `raw` is the engine baseline (durable redb transactions on the same disk);
+//! `storage` measures the `Storage` trait of both backends next to their raw engines.
 //!
 //! The `loadgen` binary is the command-line front end; BENCHMARKS.md at the repository
 //! root has the commands and the latest figures. Traffic only ever goes to loopback
@@ -16,4 +17,5 @@ pub mod metrics;
 pub mod raw;
 pub mod scenarios;
 pub mod server;
+pub mod storage;
 pub mod suite;

@@ -1,5 +1,6 @@
 //! `loadgen`: benchmarks the apiserver binary (or the server of a kubeconfig) and prints
-//! markdown tables; `loadgen raw-redb` measures the raw engine baseline.
+//! markdown tables; `loadgen raw-redb` measures the raw engine baseline; `loadgen storage`
+//! the storage layer of both backends next to their raw engines.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,6 +10,7 @@ use apiserver_loadgen::client::Protocol;
 use apiserver_loadgen::metrics::{median_rows, table};
 use apiserver_loadgen::raw::{self, RawOptions};
 use apiserver_loadgen::scenarios::Settings;
+use apiserver_loadgen::storage::{self, Backend, StorageOptions};
 use apiserver_loadgen::suite::{self, Selection, SuiteOptions};
 use clap::{Args, Parser, Subcommand};
 
@@ -30,6 +32,49 @@ enum Command {
     /// Durable redb write transactions (the server's engine) on the same disk: the
     /// baseline for the server's create rate.
     RawRedb(RawArgs),
+    /// The storage layer alone: create, get, list and CAS update through the server's
+    /// `Storage` trait for the embedded store and etcd, next to raw redb transactions and
+    /// raw etcd-client calls to the same etcd (which it starts), plus memory and disk per
+    /// stored object.
+    Storage(StorageArgs),
+}
+
+#[derive(Args)]
+struct StorageArgs {
+    /// Backends to measure.
+    #[arg(long, value_delimiter = ',', default_value = "embedded,etcd")]
+    backends: Vec<String>,
+    /// Directory on the disk under test (a temporary directory is made inside it).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// The etcd binary to start.
+    #[arg(long, value_name = "PATH", default_value = "etcd")]
+    etcd_bin: PathBuf,
+    /// Use this loopback etcd instead of starting one (no etcd memory or disk figures),
+    /// e.g. the one a server under `loadgen` runs on, for ratios against the same etcd.
+    #[arg(long, value_name = "URL")]
+    etcd_endpoint: Option<String>,
+    /// Keys created per concurrency level (and listed).
+    #[arg(long, default_value_t = 10_000)]
+    count: u64,
+    /// Concurrency levels.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,64")]
+    concurrency: Vec<usize>,
+    /// Bytes per value.
+    #[arg(long, default_value_t = 1400)]
+    value_size: usize,
+    /// Seconds each get and update level runs.
+    #[arg(long, default_value_t = 5.0)]
+    duration: f64,
+    /// Full lists per measurement.
+    #[arg(long, default_value_t = 10)]
+    list_requests: u64,
+    /// Repeat this many times; tables show medians.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Also write the markdown report to this file.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -143,6 +188,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::RawRedb(args)) => run_raw(args),
+        Some(Command::Storage(args)) => run_storage(args),
         None => run_suite(cli.suite),
     };
     match result {
@@ -183,6 +229,56 @@ fn run_raw(args: RawArgs) -> anyhow::Result<ExitCode> {
     println!("{}", table(&rows, "txn"));
     let failed = rows.iter().any(|r| r.error_count() > 0);
     Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn run_storage(a: StorageArgs) -> anyhow::Result<ExitCode> {
+    let backends = a
+        .backends
+        .iter()
+        .map(|b| match b.as_str() {
+            "embedded" => Ok(Backend::Embedded),
+            "etcd" => Ok(Backend::Etcd),
+            other => Err(anyhow::anyhow!(
+                "--backends {other}: expected embedded or etcd"
+            )),
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if let Some(url) = &a.etcd_endpoint {
+        let loopback = ["http://127.0.0.1:", "http://localhost:", "http://[::1]:"];
+        if !loopback.iter().any(|p| url.starts_with(p)) {
+            anyhow::bail!("--etcd-endpoint {url}: only loopback etcd endpoints are used");
+        }
+    }
+    if a.concurrency.is_empty() {
+        anyhow::bail!("--concurrency needs at least one level");
+    }
+    let opts = StorageOptions {
+        backends,
+        dir: a.dir,
+        etcd_bin: a.etcd_bin,
+        etcd_endpoint: a.etcd_endpoint,
+        count: a.count,
+        concurrency: a.concurrency,
+        value_size: a.value_size,
+        duration: Duration::from_secs_f64(a.duration),
+        list_requests: a.list_requests,
+        runs: a.runs,
+    };
+    let report = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(storage::run(&opts))?;
+    let md = report.markdown();
+    println!("{md}");
+    if let Some(path) = a.output {
+        std::fs::write(&path, &md)?;
+    }
+    Ok(if report.error_count() > 0 {
+        eprintln!("{} operations failed", report.error_count());
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS

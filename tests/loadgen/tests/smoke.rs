@@ -105,3 +105,33 @@ async fn every_scenario_runs_over_http1() {
         .expect("a watch row");
     assert_eq!(watch.ops, 3 * 20);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn storage_mode_measures_both_backends_and_their_raw_engines() {
+    use apiserver_loadgen::storage::{self, Backend, StorageOptions};
+    let opts = StorageOptions {
+        backends: vec![Backend::Embedded, Backend::Etcd],
+        dir: None,
+        etcd_bin: apiserver_tests::etcd_binary(),
+        etcd_endpoint: None,
+        count: 20,
+        concurrency: vec![1, 4],
+        value_size: 1400,
+        duration: Duration::from_millis(100),
+        list_requests: 2,
+        runs: 1,
+    };
+    let report = storage::run(&opts).await.expect("the storage benchmark");
+    let md = report.markdown();
+    println!("{md}");
+    assert_eq!(report.error_count(), 0, "failures in:\n{md}");
+    for want in [
+        "| embedded | create | 4 |",
+        "| embedded | CAS update | 4 |",
+        "| etcd | create | 4 |",
+        "| etcd | get random | 4 |",
+        "| etcd | list 20 keys | 1 |",
+    ] {
+        assert!(md.contains(want), "no ratio row {want:?} in:\n{md}");
+    }
+}

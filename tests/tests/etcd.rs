@@ -1,0 +1,347 @@
+//! The server on etcd through an etcd outage: a kube-runtime watcher (feeding a reflector
+//! store) watches ConfigMaps while objects are written, etcd is killed and kept down for a
+//! few seconds (requests fail fast with a 5xx Status, `/readyz` fails and names etcd),
+//! then etcd is started again on the same data directory and ports and more objects are
+//! written. Every create, update and delete must reach the watcher, none lost, and
+//! ordinary use (kubectl get, create) must work again.
+//!
+//! These tests always run on etcd (started by the harness); without an `etcd` binary
+//! they fail, they never skip.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use apiserver_tests::{raw_request, Backend, TestServer};
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+
+/// How long etcd stays down: longer than the server's own attempts to re-establish its
+/// etcd watch (5 × 500 ms), so the server gives up on it and the client has to resume.
+const OUTAGE: Duration = Duration::from_secs(4);
+
+/// The most a request may take to fail while etcd is down. The server's etcd client
+/// gives up connecting after 2 s; a request that waited for its 10 s request deadline
+/// (or longer) would not be failing fast.
+const FAIL_FAST: Duration = Duration::from_secs(5);
+
+/// How long the watcher may take to catch up once etcd is back.
+const CATCH_UP: Duration = Duration::from_secs(30);
+
+fn cm(name: &str, value: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        data: Some([("v".to_string(), value.to_string())].into()),
+        ..Default::default()
+    }
+}
+
+fn rv(c: &ConfigMap) -> String {
+    c.metadata.resource_version.clone().unwrap_or_default()
+}
+
+fn name(c: &ConfigMap) -> String {
+    c.metadata.name.clone().unwrap_or_default()
+}
+
+/// What the watcher's event stream delivered.
+#[derive(Default)]
+struct Seen {
+    /// `(name, resourceVersion)` of every ADDED/MODIFIED object (and of objects listed).
+    applied: BTreeSet<(String, String)>,
+    /// Names of deleted objects.
+    deleted: BTreeSet<String>,
+    /// How many times the watcher (re-)listed.
+    lists: usize,
+    /// Errors the watcher reported (and retried) while etcd was down.
+    errors: usize,
+}
+
+/// What the writes acknowledged: the watcher must see all of it.
+#[derive(Default)]
+struct Expected {
+    applied: BTreeSet<(String, String)>,
+    deleted: BTreeSet<String>,
+}
+
+impl Expected {
+    fn missing_from(&self, seen: &Seen) -> Vec<String> {
+        let mut missing: Vec<String> = self
+            .applied
+            .difference(&seen.applied)
+            .map(|(n, rv)| format!("{n}@{rv}"))
+            .collect();
+        missing.extend(
+            self.deleted
+                .difference(&seen.deleted)
+                .map(|n| format!("delete of {n}")),
+        );
+        missing
+    }
+}
+
+/// Creates, updates (merge patch) and deletes, recording what each write acknowledged.
+struct Writer {
+    api: Api<ConfigMap>,
+    expected: Expected,
+}
+
+impl Writer {
+    async fn create(&mut self, n: &str, value: &str) {
+        let made = self
+            .api
+            .create(&PostParams::default(), &cm(n, value))
+            .await
+            .unwrap_or_else(|e| panic!("creating {n}: {e}"));
+        self.expected.applied.insert((name(&made), rv(&made)));
+    }
+
+    async fn update(&mut self, n: &str, value: &str) {
+        let patch = Patch::Merge(serde_json::json!({ "data": { "v": value } }));
+        let changed = self
+            .api
+            .patch(n, &PatchParams::default(), &patch)
+            .await
+            .unwrap_or_else(|e| panic!("updating {n}: {e}"));
+        self.expected.applied.insert((name(&changed), rv(&changed)));
+    }
+
+    async fn delete(&mut self, n: &str) {
+        self.api
+            .delete(n, &DeleteParams::default())
+            .await
+            .unwrap_or_else(|e| panic!("deleting {n}: {e}"));
+        self.expected.deleted.insert(n.to_string());
+    }
+}
+
+/// Asserts a request failed quickly with a 5xx `Status`.
+fn assert_fails_fast<T: std::fmt::Debug>(
+    what: &str,
+    took: Duration,
+    result: Result<T, kube::Error>,
+) -> Duration {
+    match result {
+        Err(kube::Error::Api(status)) => assert!(
+            status.code >= 500,
+            "{what} during the outage: want a 5xx Status, got {status:?}"
+        ),
+        other => panic!("{what} during the outage: want a 5xx Status, got {other:?}"),
+    }
+    assert!(
+        took < FAIL_FAST,
+        "{what} during the outage took {took:?} to fail (want < {FAIL_FAST:?})"
+    );
+    took
+}
+
+/// `(name, resourceVersion, v)` of every object, as the store or the API shows them.
+fn objects<'a>(items: impl Iterator<Item = &'a ConfigMap>) -> BTreeMap<String, (String, String)> {
+    items
+        .map(|c| {
+            let v = c
+                .data
+                .as_ref()
+                .and_then(|d| d.get("v"))
+                .cloned()
+                .unwrap_or_default();
+            (name(c), (rv(c), v))
+        })
+        .collect()
+}
+
+fn store_objects(store: &Store<ConfigMap>) -> BTreeMap<String, (String, String)> {
+    let state = store.state();
+    objects(state.iter().map(|c| c.as_ref()))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_watcher_sees_every_event_through_an_etcd_outage() {
+    let mut server = TestServer::start_on_etcd();
+    assert_eq!(server.backend(), Backend::Etcd);
+    let client = server.client().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
+
+    // The watcher, as a controller runs it: a reflector over a watcher with backoff.
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let (reader, writer) = reflector::store();
+    let stream = reflector::reflector(
+        writer,
+        watcher(api.clone(), watcher::Config::default()).default_backoff(),
+    );
+    let driver = {
+        let seen = seen.clone();
+        tokio::spawn(async move {
+            futures_util::pin_mut!(stream);
+            while let Some(event) = stream.next().await {
+                let mut seen = seen.lock().unwrap();
+                match event {
+                    Ok(watcher::Event::Apply(c) | watcher::Event::InitApply(c)) => {
+                        seen.applied.insert((name(&c), rv(&c)));
+                    }
+                    Ok(watcher::Event::Delete(c)) => {
+                        seen.deleted.insert(name(&c));
+                    }
+                    Ok(watcher::Event::Init) => seen.lists += 1,
+                    Ok(watcher::Event::InitDone) => {}
+                    // The backoff retries; count them to report.
+                    Err(_) => seen.errors += 1,
+                }
+            }
+        })
+    };
+    reader.wait_until_ready().await.expect("the initial list");
+
+    // Before the outage: creates, updates and a delete.
+    let mut w = Writer {
+        api: api.clone(),
+        expected: Expected::default(),
+    };
+    for i in 0..10 {
+        w.create(&format!("before-{i}"), "1").await;
+    }
+    for i in 0..5 {
+        w.update(&format!("before-{i}"), "2").await;
+    }
+    w.delete("before-9").await;
+
+    // Take etcd away right after the last acknowledged write.
+    server.etcd().kill();
+    let down = Instant::now();
+    let mut rounds = 0;
+    let mut slowest = Duration::ZERO;
+    while down.elapsed() < OUTAGE || rounds == 0 {
+        rounds += 1;
+        let t = Instant::now();
+        let r = api
+            .create(
+                &PostParams::default(),
+                &cm(&format!("outage-{rounds}"), "x"),
+            )
+            .await;
+        slowest = slowest.max(assert_fails_fast("a create", t.elapsed(), r));
+        let t = Instant::now();
+        let r = api.get("before-0").await;
+        slowest = slowest.max(assert_fails_fast("a get", t.elapsed(), r));
+        let t = Instant::now();
+        let r = api.list(&ListParams::default()).await;
+        slowest = slowest.max(assert_fails_fast("a list", t.elapsed(), r));
+
+        let t = Instant::now();
+        let ready = raw_request(&client, "GET", "/readyz?verbose", None, Vec::new()).await;
+        assert_ne!(
+            ready.status, 200,
+            "/readyz during the outage: {}",
+            ready.text
+        );
+        assert!(
+            ready.text.contains("etcd"),
+            "/readyz during the outage does not name etcd: {}",
+            ready.text
+        );
+        assert!(
+            t.elapsed() < FAIL_FAST,
+            "/readyz took {:?} during the outage",
+            t.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(server.is_running(), "the server exited during the outage");
+    eprintln!(
+        "etcd down {:?}: {rounds} rounds of requests, slowest failure {slowest:?}",
+        down.elapsed()
+    );
+
+    // Same data directory, same ports: the server's etcd client reconnects by itself.
+    server.etcd().restart();
+    let deadline = Instant::now() + CATCH_UP;
+    loop {
+        let ready = raw_request(&client, "GET", "/readyz?verbose", None, Vec::new()).await;
+        if ready.status == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "/readyz still fails {CATCH_UP:?} after etcd came back: {}\n{}",
+            ready.text,
+            server.stderr_tail()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // After: new objects, and updates and deletes of objects from before the outage.
+    for i in 0..10 {
+        w.create(&format!("after-{i}"), "1").await;
+    }
+    for i in 5..8 {
+        w.update(&format!("before-{i}"), "3").await;
+    }
+    w.update("after-0", "2").await;
+    w.delete("before-0").await;
+    w.delete("after-9").await;
+
+    // kubectl works again, and what it creates reaches the watcher too.
+    let listed = server.kubectl_ok(&["get", "configmaps", "-o", "name"]);
+    for n in ["configmap/before-1", "configmap/after-8"] {
+        assert!(listed.contains(n), "kubectl get lacks {n}:\n{listed}");
+    }
+    assert!(!listed.contains("outage-"), "a refused create was stored");
+    server.kubectl_ok(&["create", "configmap", "by-kubectl", "--from-literal=v=k"]);
+    let value = server.kubectl_ok(&["get", "configmap", "by-kubectl", "-o", "jsonpath={.data.v}"]);
+    assert_eq!(value, "k");
+    let made = api.get("by-kubectl").await.expect("kubectl's object");
+    w.expected.applied.insert((name(&made), rv(&made)));
+
+    // Every acknowledged write reached the watcher's event stream...
+    let deadline = Instant::now() + CATCH_UP;
+    loop {
+        let missing = w.expected.missing_from(&seen.lock().unwrap());
+        if missing.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the watcher never saw {} writes: {missing:?}\n{}",
+            missing.len(),
+            server.stderr_tail()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    {
+        let seen = seen.lock().unwrap();
+        // ...by resuming its watch: etcd kept the history, so a re-list (which would
+        // fold away intermediate versions) was never needed.
+        eprintln!("the watcher reported {} errors and retried", seen.errors);
+        assert_eq!(
+            seen.lists, 1,
+            "the watcher re-listed (it saw {} errors)",
+            seen.errors
+        );
+        // Nothing that was refused during the outage shows up as an event.
+        assert!(
+            !seen.applied.iter().any(|(n, _)| n.starts_with("outage-")),
+            "the watcher saw a refused create"
+        );
+    }
+    // ...and the reflector store ends exactly as the API lists the objects.
+    let listed = api.list(&ListParams::default()).await.expect("a list");
+    let want = objects(listed.items.iter());
+    let deadline = Instant::now() + CATCH_UP;
+    while store_objects(&reader) != want {
+        assert!(
+            Instant::now() < deadline,
+            "the reflector store {:?}\ndiffers from the list {want:?}",
+            store_objects(&reader)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(want.len(), 18, "objects after the test: {want:?}");
+
+    driver.abort();
+}
