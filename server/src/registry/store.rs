@@ -451,8 +451,10 @@ impl Store {
         let prefix = Self::prefix(&res, ns);
         let cacher = match start {
             WatchStart::State(at) => self.cache_for(&res, at).await?,
-            WatchStart::After(rev) => match self.cacher(&res) {
-                Some(c) if c.wait_for(rev).await => Some(c),
+            // Changes after `rev`: a loaded cache may serve them even before it reaches
+            // `rev` (the watcher skips what it has seen), if `rev` is in its window.
+            WatchStart::After(_) => match self.cacher(&res) {
+                Some(c) if c.wait_for(0).await => Some(c),
                 _ => None,
             },
         };

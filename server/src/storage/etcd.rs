@@ -53,6 +53,33 @@ pub struct EtcdStorage {
     client: Client,
     /// What replaces `/registry` in every key, without a trailing slash (`""` = the root).
     root: Arc<str>,
+    /// Whether etcd sends requested progress notifications in order with watch events
+    /// (0 = not known yet, 1 = yes, 2 = no); learnt from its version on the first watch.
+    ordered_progress: Arc<std::sync::atomic::AtomicU8>,
+}
+
+/// Whether an etcd of `version` sends requested progress notifications in order with
+/// watch events. Earlier releases could announce a revision before its events
+/// (etcd-io/etcd#15220, #17557); kube-apiserver relies on progress from 3.4.31 and 3.5.13.
+fn progress_is_ordered(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| {
+        p.chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse::<u64>()
+            .unwrap_or(0)
+    });
+    let (major, minor, patch) = (
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+    );
+    match (major, minor) {
+        (3, 4) => patch >= 31,
+        (3, 5) => patch >= 13,
+        (3, m) => m >= 6,
+        (m, _) => m > 3,
+    }
 }
 
 fn internal(e: impl std::fmt::Display) -> StorageError {
@@ -214,7 +241,33 @@ impl EtcdStorage {
         Ok(EtcdStorage {
             client,
             root: normalize_prefix(&config.prefix).into(),
+            ordered_progress: Default::default(),
         })
+    }
+
+    /// Whether progress notifications can be trusted, asking etcd its version once.
+    async fn learn_progress_order(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        match self.ordered_progress.load(Ordering::Relaxed) {
+            1 => return true,
+            2 => return false,
+            _ => {}
+        }
+        let mut maintenance = self.client.maintenance_client();
+        let Ok(status) = timed("a status", REQUEST_TIMEOUT, 0, maintenance.status()).await else {
+            return false;
+        };
+        let ordered = progress_is_ordered(status.version());
+        if !ordered {
+            tracing::info!(
+                version = status.version(),
+                "this etcd may report watch progress ahead of events (fixed in 3.4.31 and \
+                 3.5.13): consistent reads go to etcd instead of the watch cache"
+            );
+        }
+        self.ordered_progress
+            .store(if ordered { 1 } else { 2 }, Ordering::Relaxed);
+        ordered
     }
 
     /// The etcd key of a registry key.
@@ -386,12 +439,13 @@ impl EtcdStorage {
         mut last: u64,
         tx: WatchSender,
         progress: Arc<tokio::sync::Notify>,
+        ordered_progress: bool,
     ) {
         let mut failures = 0;
         loop {
             let message = tokio::select! {
                 _ = tx.closed() => return,
-                _ = progress.notified() => {
+                _ = progress.notified(), if ordered_progress => {
                     // A failed request shows up as a broken stream below.
                     let _ = stream.request_progress().await;
                     continue;
@@ -434,6 +488,7 @@ impl EtcdStorage {
                         }
                     }
                 }
+                Ok(Step::Progress(_)) if !ordered_progress => {}
                 Ok(Step::Progress(revision)) => {
                     last = last.max(revision);
                     if tx.send(Ok(WatchItem::Progress(revision))).await.is_err() {
@@ -604,11 +659,18 @@ impl Storage for EtcdStorage {
         }
         let (tx, rx) = mpsc::channel(WATCHER_BUFFER);
         let progress = Arc::new(tokio::sync::Notify::new());
+        let ordered = self.learn_progress_order().await;
         tokio::spawn(
             self.clone()
-                .forward(key, stream, after, tx, progress.clone()),
+                .forward(key, stream, after, tx, progress.clone(), ordered),
         );
         Ok(EventReceiver::new(rx, Some(progress)))
+    }
+
+    fn reports_progress(&self) -> bool {
+        self.ordered_progress
+            .load(std::sync::atomic::Ordering::Relaxed)
+            == 1
     }
 
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {
@@ -654,6 +716,22 @@ fn refusal(key: &str, expected: u64, resp: &etcd_client::TxnResponse) -> Storage
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_is_trusted_from_fixed_releases() {
+        for (version, ordered) in [
+            ("3.4.23", false),
+            ("3.4.31", true),
+            ("3.5.12", false),
+            ("3.5.13", true),
+            ("3.6.0", true),
+            ("3.6.0-rc.1", true),
+            ("4.0.0", true),
+            ("garbage", false),
+        ] {
+            assert_eq!(progress_is_ordered(version), ordered, "{version}");
+        }
+    }
 
     #[test]
     fn prefix_ends_and_prefixes() {

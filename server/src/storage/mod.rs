@@ -199,6 +199,13 @@ pub trait Storage: Send + Sync + 'static {
     /// Every change under `prefix` after revision `after`, then changes as they commit.
     /// Fails with `Expired` when `after` is older than the history kept.
     async fn watch(&self, prefix: &str, after: u64) -> Result<EventReceiver, StorageError>;
+    /// Whether watches report progress ([`WatchItem::Progress`]) in order with their
+    /// events, so a cache fed by a watch may answer consistent reads. etcd before 3.4.31
+    /// and 3.5.13 may announce a revision before its events; then this is false and
+    /// consistent reads go to storage.
+    fn reports_progress(&self) -> bool {
+        true
+    }
     /// Discards the history before `revision` (etcd's compaction): afterwards a watch
     /// from `after < revision - 1` fails with `Expired`, while one from `revision - 1` or
     /// later still gets every change. Compacting at or below an earlier compaction does
