@@ -219,8 +219,12 @@ impl Store {
 
     /// The resource's watch cache (started on first use), unless caching is off.
     fn cacher(&self, res: &ApiResource) -> Option<Arc<Cacher>> {
+        self.cacher_at(Self::prefix(res, None))
+    }
+
+    /// The watch cache of the keys under `prefix` (a resource's), started on first use.
+    fn cacher_at(&self, prefix: String) -> Option<Arc<Cacher>> {
         let caches = self.caches.as_ref()?;
-        let prefix = Self::prefix(res, None);
         let mut caches = caches.lock().unwrap_or_else(|e| e.into_inner());
         let cacher = caches
             .entry(prefix)
@@ -931,11 +935,18 @@ impl Store {
         name: &str,
         ns: &str,
     ) -> Result<(), ApiError> {
-        match self
-            .storage
-            .get(&format!("/registry/namespaces/{ns}"))
-            .await
-        {
+        // As kube-apiserver's NamespaceLifecycle admission: the namespace from the cache,
+        // or, when the cache does not have it (yet), from storage.
+        let key = format!("/registry/namespaces/{ns}");
+        let cached = self
+            .cacher_at("/registry/namespaces/".to_string())
+            .filter(|c| c.revision().is_some())
+            .and_then(|c| c.get(&key).0);
+        let found = match cached {
+            Some(kv) => Ok(Some(kv)),
+            None => self.storage.get(&key).await,
+        };
+        match found {
             Ok(Some(kv)) => {
                 let terminating = serde_json::from_slice::<Value>(&kv.value)
                     .ok()
