@@ -453,6 +453,16 @@ pub async fn get(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
     let opts: ReadOptions = query(&req)?;
     let repr = representation(&req)?;
     check_read_version(&state, &opts, false).await?;
+    if repr == Representation::Json && route.subresource != Some("scale") && !wants_pretty(&req) {
+        // Plain JSON: the stored bytes with resourceVersion spliced in, no decoding.
+        let at = read_at(&opts);
+        let ns = namespace(&req);
+        let body = state
+            .store
+            .get_json_at(&res, ns.as_deref(), &name(&req), at)
+            .await?;
+        return Ok(respond_bytes(&req, 200, "application/json", body.to_vec()));
+    }
     let obj = state
         .store
         .get_at(

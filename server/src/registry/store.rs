@@ -283,13 +283,45 @@ impl Store {
         name: &str,
         at: ReadAt,
     ) -> Result<Value, ApiError> {
-        if let Some(cacher) = self.cache_for(res, at).await? {
-            return match cacher.get(&Self::key(res, ns, name)).0 {
-                Some(kv) => decode(res, &kv),
-                None => Err(ApiError::not_found(res, name)),
-            };
+        decode(res, &self.get_stored_at(res, ns, name, at).await?)
+    }
+
+    /// Like [`Store::get_at`], but the object as JSON bytes spliced from the stored ones
+    /// without decoding (serve GET from bytes).
+    pub async fn get_json_at(
+        &self,
+        res: &ApiResource,
+        ns: Option<&str>,
+        name: &str,
+        at: ReadAt,
+    ) -> Result<Bytes, ApiError> {
+        let kv = self.get_stored_at(res, ns, name, at).await?;
+        match splice_resource_version(&kv.value, kv.mod_revision) {
+            Some(b) => Ok(b),
+            None => Ok(Bytes::from(
+                serde_json::to_vec(&decode(res, &kv)?).unwrap_or_default(),
+            )),
         }
-        self.get(res, ns, name).await
+    }
+
+    /// The stored key of one object as of `at`: from the watch cache when it can answer.
+    async fn get_stored_at(
+        &self,
+        res: &ApiResource,
+        ns: Option<&str>,
+        name: &str,
+        at: ReadAt,
+    ) -> Result<KeyValue, ApiError> {
+        let key = Self::key(res, ns, name);
+        let found = match self.cache_for(res, at).await? {
+            Some(cacher) => cacher.get(&key).0,
+            None => self
+                .storage
+                .get(&key)
+                .await
+                .map_err(|e| map_err(res, name, e))?,
+        };
+        found.ok_or_else(|| ApiError::not_found(res, name))
     }
 
     /// Reads one object from storage.
