@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
+use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -866,6 +867,9 @@ pub async fn delete(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
     Ok(respond_object(&req, 200, &deletion.object, repr, &res))
 }
 
+/// Deletes a deletecollection has in flight at once.
+const DELETE_COLLECTION_WORKERS: usize = 32;
+
 /// DELETE on a collection: deletes every listed object; returns them as a List.
 pub async fn delete_collection(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
     let (res, _) = resource(&req, &state)?;
@@ -878,14 +882,21 @@ pub async fn delete_collection(req: HttpRequest, state: web::Data<ApiState>) -> 
     let repr = write_representation(&req)?;
     let ns = namespace(&req);
     let page = state.store.list(&res, ns.as_deref(), &list_opts).await?;
-    let mut deleted = Vec::new();
-    for obj in &page.items {
+    // Several deletes in flight (kube-apiserver's --delete-collection-workers), so the
+    // embedded store commits them together; answers keep the list's order.
+    let deletes = page.items.iter().map(|obj| {
         let name = obj["metadata"]["name"].as_str().unwrap_or_default();
-        match state
+        state
             .store
             .delete(&res, ns.as_deref(), name, dry, None, None)
-            .await
-        {
+    });
+    let results: Vec<_> = futures_util::stream::iter(deletes)
+        .buffered(DELETE_COLLECTION_WORKERS)
+        .collect()
+        .await;
+    let mut deleted = Vec::with_capacity(results.len());
+    for result in results {
+        match result {
             Ok(d) => deleted.push(d.object),
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),
