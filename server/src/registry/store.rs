@@ -247,6 +247,8 @@ impl Store {
             return Ok(None);
         };
         let ready = match at {
+            // Without progress notifications the cache cannot show it is current.
+            ReadAt::Latest if !self.storage.reports_progress() => false,
             ReadAt::Latest => cacher
                 .wait_for_current()
                 .await
