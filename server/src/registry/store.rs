@@ -487,27 +487,21 @@ impl Store {
         fields: FieldSelector,
     ) -> Result<Watcher, ApiError> {
         let prefix = Self::prefix(&res, ns);
-        let cacher = match start {
-            WatchStart::State(at) => self.cache_for(&res, at).await?,
-            // Changes after `rev`: a loaded cache may serve them even before it reaches
-            // `rev` (the watcher skips what it has seen), if `rev` is in its window.
-            WatchStart::After(_) => match self.cacher(&res) {
-                Some(c) if c.wait_for(0).await => Some(c),
-                _ => None,
-            },
-        };
-        let after = match start {
-            WatchStart::State(_) => None,
-            WatchStart::After(rev) => Some(rev),
-        };
-        if let Some(cacher) = cacher {
-            if let Some(w) = cacher.watch(&prefix, after) {
-                return Ok(Watcher::from_cache(res, prefix, labels, fields, cacher, w));
+        // The starting objects from the cache when it is current enough.
+        if let WatchStart::State(at) = start {
+            if let Some(cacher) = self.cache_for(&res, at).await? {
+                if let Some(w) = cacher.watch(&prefix, None) {
+                    return Ok(Watcher::from_cache(res, prefix, labels, fields, cacher, w));
+                }
             }
         }
-        let (initial, after) = match after {
-            Some(rev) => (Vec::new(), rev),
-            None => {
+        // Otherwise they come from storage, and the changes after them (or after the
+        // revision asked for) from a loaded cache: it may serve them even before it
+        // reaches that revision (the watcher skips what it has seen), if the revision is
+        // in its window.
+        let (initial, after) = match start {
+            WatchStart::After(rev) => (Vec::new(), rev),
+            WatchStart::State(_) => {
                 let page = self
                     .storage
                     .list(&prefix, None, 0)
@@ -516,6 +510,14 @@ impl Store {
                 (page.items, page.revision)
             }
         };
+        if let Some(cacher) = self.cacher(&res) {
+            if cacher.wait_for(0).await {
+                if let Some(mut w) = cacher.watch(&prefix, Some(after)) {
+                    w.initial = initial;
+                    return Ok(Watcher::from_cache(res, prefix, labels, fields, cacher, w));
+                }
+            }
+        }
         let events = self
             .storage
             .watch(&prefix, after)
