@@ -400,7 +400,7 @@ async fn serve_list(
         return Ok(respond(
             &req,
             200,
-            &table(&res, &page.items, list_meta, include),
+            &table(&res, page.items, list_meta, include),
             repr,
         ));
     }
@@ -486,12 +486,7 @@ pub async fn get(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
         return Ok(respond(
             &req,
             200,
-            &table(
-                &res,
-                std::slice::from_ref(&obj),
-                json!({ "resourceVersion": rv }),
-                include,
-            ),
+            &table(&res, vec![obj], json!({ "resourceVersion": rv }), include),
             repr,
         ));
     }

@@ -26,10 +26,11 @@ impl IncludeObject {
     }
 }
 
-/// Builds a Table of `items`.
+/// Builds a Table of `items`, which it consumes: rows take each object's metadata (or
+/// the object) without copying it.
 pub fn table(
     res: &ApiResource,
-    items: &[Value],
+    items: Vec<Value>,
     list_meta: Value,
     include: IncludeObject,
 ) -> Value {
@@ -52,23 +53,24 @@ pub fn table(
     columns.push(json!({ "name": "Age", "type": "string", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0 }));
 
     let rows: Vec<Value> = items
-        .iter()
-        .map(|obj| {
+        .into_iter()
+        .map(|mut obj| {
             let mut cells = vec![obj["metadata"]["name"].clone()];
             for c in res.def.printer_columns {
-                cells.push(json_path(obj, c.json_path).cloned().unwrap_or(Value::Null));
+                cells.push(json_path(&obj, c.json_path).cloned().unwrap_or(Value::Null));
             }
             for c in computed {
-                cells.push((c.value)(obj));
+                cells.push((c.value)(&obj));
             }
             cells.push(json!(obj["metadata"]["creationTimestamp"].as_str().map(human_age).unwrap_or_else(|| "<unknown>".into())));
             let mut row = json!({ "cells": cells });
             match include {
                 IncludeObject::None => {}
                 IncludeObject::Metadata => {
-                    row["object"] = json!({ "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"] })
+                    let metadata = obj["metadata"].take();
+                    row["object"] = json!({ "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": metadata })
                 }
-                IncludeObject::Object => row["object"] = obj.clone(),
+                IncludeObject::Object => row["object"] = obj,
             }
             row
         })

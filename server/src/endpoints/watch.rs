@@ -229,7 +229,7 @@ impl Encoder {
         let rv = obj["metadata"]["resourceVersion"].clone();
         let mut t = table(
             &self.res,
-            std::slice::from_ref(obj),
+            vec![obj.clone()],
             json!({ "resourceVersion": rv }),
             self.include,
         );

@@ -93,15 +93,19 @@ fn list_encoding(c: &mut Criterion) {
         .expect("configmaps are served");
     let items = list["items"].as_array().expect("items").clone();
     g.bench_function("build + encode Table", |b| {
-        b.iter(|| {
-            let t = table(
-                &res,
-                black_box(&items),
-                json!({ "resourceVersion": "20000" }),
-                IncludeObject::Metadata,
-            );
-            serde_json::to_vec(&t).expect("serializes")
-        })
+        b.iter_batched(
+            || items.clone(),
+            |items| {
+                let t = table(
+                    &res,
+                    black_box(items),
+                    json!({ "resourceVersion": "20000" }),
+                    IncludeObject::Metadata,
+                );
+                serde_json::to_vec(&t).expect("serializes")
+            },
+            criterion::BatchSize::LargeInput,
+        )
     });
     g.finish();
 }
