@@ -32,6 +32,8 @@ const NAMESPACE_WATCHER_BUFFER: usize = 256;
 const CATCH_UP_WAIT: Duration = Duration::from_secs(3);
 /// Pause before re-loading after the storage watch broke.
 const RELOAD_PAUSE: Duration = Duration::from_millis(500);
+/// Longest pause between loads while storage keeps failing.
+const MAX_RELOAD_PAUSE: Duration = Duration::from_secs(8);
 
 /// One resource's watch cache.
 pub struct Cacher {
@@ -339,13 +341,29 @@ fn key_value((key, c): (&String, &Cached)) -> KeyValue {
 /// The cache's feeding loop: load, follow the storage watch, and load again when it
 /// breaks. Ends when the cache is dropped.
 async fn feed(cacher: Weak<Cacher>) {
+    // Consecutive failed loads: the pause between tries doubles up to MAX_RELOAD_PAUSE,
+    // and only the first failure of a series is logged (storage may be down for long).
+    let mut failures = 0u32;
     loop {
         let Some(this) = cacher.upgrade() else { return };
         let want_progress = this.want_progress.clone();
         let loaded = this.load().await;
+        match &loaded {
+            Ok(_) if failures > 0 => {
+                tracing::info!(prefix = %this.prefix, "watch cache: loaded again");
+                failures = 0;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                if failures == 0 {
+                    tracing::warn!(prefix = %this.prefix, "watch cache: loading failed: {e}; retrying");
+                }
+                failures = failures.saturating_add(1);
+            }
+        }
         drop(this);
-        match loaded {
-            Ok(mut events) => loop {
+        if let Ok(mut events) = loaded {
+            loop {
                 let item = tokio::select! {
                     item = events.recv_item() => item,
                     _ = want_progress.notified() => {
@@ -367,14 +385,10 @@ async fn feed(cacher: Weak<Cacher>) {
                         break;
                     }
                 }
-            },
-            Err(e) => {
-                if let Some(this) = cacher.upgrade() {
-                    tracing::warn!(prefix = %this.prefix, "watch cache: loading failed: {e}; retrying");
-                }
             }
         }
-        tokio::time::sleep(RELOAD_PAUSE).await;
+        let pause = RELOAD_PAUSE.saturating_mul(1 << failures.min(5));
+        tokio::time::sleep(pause.min(MAX_RELOAD_PAUSE)).await;
     }
 }
 
