@@ -15,7 +15,7 @@ use super::negotiation::{
     respond_object, wants_pretty, Representation,
 };
 use super::scale::{apply_scale, to_scale};
-use super::table::{table, IncludeObject};
+use super::table::{table, table_from_stored, IncludeObject};
 use super::{ApiState, ResourceRoute};
 use crate::api::selectors::{FieldSelector, LabelSelector};
 use crate::api::status::success;
@@ -24,7 +24,7 @@ use crate::catalog::ApiResource;
 use crate::registry::apply;
 use crate::registry::managed_fields::manager_name;
 use crate::registry::schema::prune;
-use crate::registry::store::{ListOptions, ReadAt, Target, WriteContext};
+use crate::registry::store::{ListOptions, ObjectList, ReadAt, Target, WriteContext};
 use crate::registry::strategic_merge;
 
 type Reply = Result<HttpResponse, ApiError>;
@@ -385,15 +385,23 @@ async fn serve_list(
         };
         return super::watch::serve(&req, res, &state, w).await;
     }
+    if repr == Representation::Table && !wants_pretty(&req) {
+        // Rows straight from the stored bytes (what `kubectl get` asks for).
+        let include =
+            IncludeObject::parse(opts.include_object.as_deref()).map_err(ApiError::bad_request)?;
+        let page = state
+            .store
+            .list_stored(&res, namespace(&req).as_deref(), &list_opts)
+            .await?;
+        let body = table_from_stored(&res, &page.items, &list_metadata(&page), include)
+            .map_err(ApiError::internal)?;
+        return Ok(respond_bytes(&req, 200, "application/json", body));
+    }
     let page = state
         .store
         .list(&res, namespace(&req).as_deref(), &list_opts)
         .await?;
-    let mut list_meta = json!({ "resourceVersion": page.resource_version });
-    if let Some(c) = &page.continue_token {
-        list_meta["continue"] = json!(c);
-        list_meta["remainingItemCount"] = json!(page.remaining);
-    }
+    let list_meta = list_metadata(&page);
     if repr == Representation::Table {
         let include =
             IncludeObject::parse(opts.include_object.as_deref()).map_err(ApiError::bad_request)?;
@@ -416,6 +424,16 @@ async fn serve_list(
     Ok(respond_object(&req, 200, &body, repr, &res))
 }
 
+/// A list's metadata: its resourceVersion, and where to continue.
+fn list_metadata<T>(page: &ObjectList<T>) -> Value {
+    let mut list_meta = json!({ "resourceVersion": page.resource_version });
+    if let Some(c) = &page.continue_token {
+        list_meta["continue"] = json!(c);
+        list_meta["remainingItemCount"] = json!(page.remaining);
+    }
+    list_meta
+}
+
 /// A plain JSON list assembled from the stored bytes of its items (no decoding).
 async fn list_from_bytes(
     req: &HttpRequest,
@@ -427,11 +445,7 @@ async fn list_from_bytes(
         .store
         .list_json(res, namespace(req).as_deref(), opts)
         .await?;
-    let mut list_meta = json!({ "resourceVersion": page.resource_version });
-    if let Some(c) = &page.continue_token {
-        list_meta["continue"] = json!(c);
-        list_meta["remainingItemCount"] = json!(page.remaining);
-    }
+    let list_meta = list_metadata(&page);
     let head = json!({ "kind": res.def.list_kind, "apiVersion": res.api_version(), "metadata": list_meta });
     let head = serde_json::to_vec(&head).unwrap_or_default();
     let size: usize = page.items.iter().map(|i| i.len() + 1).sum();

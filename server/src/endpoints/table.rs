@@ -1,10 +1,12 @@
 //! meta.k8s.io/v1 Table output: Name, the definition's printer columns, Age.
 
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::api::meta::human_age;
 use crate::catalog::ApiResource;
 use crate::registry::strategy::strategy_for;
+use crate::storage::KeyValue;
 
 /// What each row carries besides its cells (`includeObject`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,14 +28,8 @@ impl IncludeObject {
     }
 }
 
-/// Builds a Table of `items`, which it consumes: rows take each object's metadata (or
-/// the object) without copying it.
-pub fn table(
-    res: &ApiResource,
-    items: Vec<Value>,
-    list_meta: Value,
-    include: IncludeObject,
-) -> Value {
+/// The Table's columns: Name, the definition's printer columns, computed ones, Age.
+fn column_definitions(res: &ApiResource) -> Vec<Value> {
     let mut columns = vec![
         json!({ "name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0 }),
     ];
@@ -46,24 +42,43 @@ pub fn table(
             "priority": c.priority,
         }));
     }
-    let computed = strategy_for(res).computed_columns();
-    for c in computed {
+    for c in strategy_for(res).computed_columns() {
         columns.push(json!({ "name": c.name, "type": c.type_, "format": "", "description": c.description, "priority": 0 }));
     }
     columns.push(json!({ "name": "Age", "type": "string", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0 }));
+    columns
+}
 
+/// One row's cells, in [`column_definitions`] order.
+fn cells(res: &ApiResource, obj: &Value) -> Vec<Value> {
+    let mut cells = vec![obj["metadata"]["name"].clone()];
+    for c in res.def.printer_columns {
+        cells.push(json_path(obj, c.json_path).cloned().unwrap_or(Value::Null));
+    }
+    for c in strategy_for(res).computed_columns() {
+        cells.push((c.value)(obj));
+    }
+    let age = obj["metadata"]["creationTimestamp"]
+        .as_str()
+        .map(human_age)
+        .unwrap_or_else(|| "<unknown>".into());
+    cells.push(Value::String(age));
+    cells
+}
+
+/// Builds a Table of `items`, which it consumes: rows take each object's metadata (or
+/// the object) without copying it.
+pub fn table(
+    res: &ApiResource,
+    items: Vec<Value>,
+    list_meta: Value,
+    include: IncludeObject,
+) -> Value {
+    let columns = column_definitions(res);
     let rows: Vec<Value> = items
         .into_iter()
         .map(|mut obj| {
-            let mut cells = vec![obj["metadata"]["name"].clone()];
-            for c in res.def.printer_columns {
-                cells.push(json_path(&obj, c.json_path).cloned().unwrap_or(Value::Null));
-            }
-            for c in computed {
-                cells.push((c.value)(&obj));
-            }
-            cells.push(json!(obj["metadata"]["creationTimestamp"].as_str().map(human_age).unwrap_or_else(|| "<unknown>".into())));
-            let mut row = json!({ "cells": cells });
+            let mut row = json!({ "cells": cells(res, &obj) });
             match include {
                 IncludeObject::None => {}
                 IncludeObject::Metadata => {
@@ -76,6 +91,121 @@ pub fn table(
         })
         .collect();
     json!({ "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "columnDefinitions": columns, "rows": rows })
+}
+
+/// A Table of stored objects, encoded as JSON straight from their bytes: each row's
+/// metadata (or object) is copied from the stored bytes with resourceVersion spliced
+/// in, and only what the cells read is decoded (never managedFields). The same
+/// document as [`table`] gives, for a fraction of the work.
+pub fn table_from_stored(
+    res: &ApiResource,
+    items: &[KeyValue],
+    list_meta: &Value,
+    include: IncludeObject,
+) -> Result<Vec<u8>, String> {
+    let head = json!({ "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "columnDefinitions": column_definitions(res) });
+    let mut out = serde_json::to_vec(&head).map_err(|e| e.to_string())?;
+    out.pop(); // the closing brace: rows follow
+    out.extend_from_slice(b",\"rows\":[");
+    let needed = top_level_fields(res);
+    for (i, kv) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let fields: std::collections::BTreeMap<std::borrow::Cow<'_, str>, &RawValue> =
+            serde_json::from_slice(&kv.value)
+                .map_err(|e| format!("stored object {} is not a JSON object: {e}", kv.key))?;
+        let meta_raw = fields.get("metadata").map_or("{}", |m| m.get());
+        // What the cells read: metadata without managedFields, and the fields named.
+        let mut view = serde_json::Map::new();
+        let meta: std::collections::BTreeMap<std::borrow::Cow<'_, str>, &RawValue> =
+            serde_json::from_str(meta_raw).map_err(|e| e.to_string())?;
+        let mut meta_view = serde_json::Map::new();
+        for (k, v) in meta {
+            if k != "managedFields" {
+                meta_view.insert(
+                    k.into_owned(),
+                    serde_json::from_str(v.get()).map_err(|e| e.to_string())?,
+                );
+            }
+        }
+        view.insert("metadata".into(), Value::Object(meta_view));
+        for name in &needed {
+            if let Some(raw) = fields.get(*name) {
+                view.insert(
+                    (*name).to_string(),
+                    serde_json::from_str(raw.get()).map_err(|e| e.to_string())?,
+                );
+            }
+        }
+        out.extend_from_slice(b"{\"cells\":");
+        serde_json::to_writer(&mut out, &cells(res, &Value::Object(view)))
+            .map_err(|e| e.to_string())?;
+        let rv = kv.mod_revision;
+        match include {
+            IncludeObject::None => {}
+            IncludeObject::Metadata => {
+                out.extend_from_slice(
+                    b",\"object\":{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":",
+                );
+                push_with_resource_version(&mut out, meta_raw, rv);
+                out.push(b'}');
+            }
+            IncludeObject::Object => {
+                out.extend_from_slice(b",\"object\":{");
+                let mut first = true;
+                for (k, v) in &fields {
+                    if !first {
+                        out.push(b',');
+                    }
+                    first = false;
+                    serde_json::to_writer(&mut out, k).map_err(|e| e.to_string())?;
+                    out.push(b':');
+                    if k == "metadata" {
+                        push_with_resource_version(&mut out, v.get(), rv);
+                    } else {
+                        out.extend_from_slice(v.get().as_bytes());
+                    }
+                }
+                out.push(b'}');
+            }
+        }
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"]}");
+    Ok(out)
+}
+
+/// The top-level fields a Table's cells read besides metadata: the first step of each
+/// printer column's path, and what computed columns declare.
+fn top_level_fields(res: &ApiResource) -> Vec<&'static str> {
+    let mut fields: Vec<&'static str> = res
+        .def
+        .printer_columns
+        .iter()
+        .filter_map(|c| {
+            let path = c.json_path.trim_start_matches('.');
+            let end = path.find(['.', '[']).unwrap_or(path.len());
+            Some(&path[..end]).filter(|f| !f.is_empty() && *f != "metadata")
+        })
+        .collect();
+    for c in strategy_for(res).computed_columns() {
+        fields.extend_from_slice(c.fields);
+    }
+    fields.sort_unstable();
+    fields.dedup();
+    fields
+}
+
+/// Appends a stored metadata object with `"resourceVersion":"<rv>"` added first (stored
+/// metadata never has one).
+fn push_with_resource_version(out: &mut Vec<u8>, metadata: &str, rv: u64) {
+    let inner = metadata.trim().trim_start_matches('{');
+    out.extend_from_slice(format!("{{\"resourceVersion\":\"{rv}\"").as_bytes());
+    if !inner.trim_start().starts_with('}') {
+        out.push(b',');
+    }
+    out.extend_from_slice(inner.as_bytes());
 }
 
 /// Evaluates a simple JSONPath (`.spec.replicas`, `.status.conditions[0].type`).
@@ -98,4 +228,53 @@ pub fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
         }
     }
     Some(cur)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+
+    /// The bytes path gives the same Table as the decoded one, for every `includeObject`,
+    /// for a kind with computed columns and one with printer columns.
+    #[test]
+    fn tables_from_stored_bytes_equal_tables_from_objects() {
+        let catalog = Catalog::from_generated(crate::generated::catalog::RESOURCES);
+        let managed = json!([{ "manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": { "f:data": { "f:a": {} } } }]);
+        let cases = [
+            (
+                "",
+                "configmaps",
+                json!({ "kind": "ConfigMap", "apiVersion": "v1", "metadata": { "name": "c", "namespace": "default", "creationTimestamp": "2020-01-01T00:00:00Z", "managedFields": managed, "labels": { "a": "b" } }, "data": { "a": "1", "b": "2" }, "binaryData": { "c": "AA==" } }),
+            ),
+            (
+                "example.dev",
+                "widgets",
+                json!({ "kind": "Widget", "apiVersion": "example.dev/v1", "metadata": { "name": "w", "namespace": "default", "creationTimestamp": "2020-01-01T00:00:00Z", "managedFields": managed }, "spec": { "color": "red", "replicas": 2 }, "status": { "replicas": 1 } }),
+            ),
+        ];
+        for (group, plural, stored) in cases {
+            let res = catalog.get(group, "v1", plural).expect("served");
+            let kv = KeyValue {
+                key: format!("/registry/{plural}/default/x"),
+                value: serde_json::to_vec(&stored).unwrap().into(),
+                create_revision: 5,
+                mod_revision: 7,
+            };
+            let mut decoded = stored.clone();
+            decoded["metadata"]["resourceVersion"] = json!("7");
+            let list_meta = json!({ "resourceVersion": "9" });
+            for include in [
+                IncludeObject::None,
+                IncludeObject::Metadata,
+                IncludeObject::Object,
+            ] {
+                let want = table(&res, vec![decoded.clone()], list_meta.clone(), include);
+                let bytes = table_from_stored(&res, std::slice::from_ref(&kv), &list_meta, include)
+                    .expect("builds");
+                let got: Value = serde_json::from_slice(&bytes).expect("valid JSON");
+                assert_eq!(got, want, "{plural} {include:?}");
+            }
+        }
+    }
 }

@@ -362,6 +362,26 @@ impl Store {
         .await
     }
 
+    /// Like [`Store::list`], but each item as it is stored (decoded only to apply
+    /// selectors, when there are any).
+    pub async fn list_stored(
+        &self,
+        res: &ApiResource,
+        ns: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<ObjectList<KeyValue>, ApiError> {
+        let filtering = !opts.labels.is_empty() || !opts.fields.is_empty();
+        self.list_with(res, ns, opts, |kv| {
+            if !filtering {
+                return Ok(Some(kv.clone()));
+            }
+            let obj = decode(res, kv)?;
+            let keep = opts.labels.matches(&labels_of(&obj)) && opts.fields.matches(&obj);
+            Ok(keep.then(|| kv.clone()))
+        })
+        .await
+    }
+
     /// Like [`Store::list`] without selectors, but each item as its JSON bytes, spliced
     /// from storage without decoding (serve lists from bytes).
     pub async fn list_json(

@@ -12,6 +12,9 @@ pub struct ComputedColumn {
     pub name: &'static str,
     pub type_: &'static str,
     pub description: &'static str,
+    /// The top-level fields `value` reads (a Table built from stored bytes decodes only
+    /// those).
+    pub fields: &'static [&'static str],
     pub value: fn(&Value) -> Value,
 }
 
@@ -24,6 +27,7 @@ const DATA_COLUMN: ComputedColumn = ComputedColumn {
     name: "Data",
     type_: "string",
     description: "The number of keys in data and binaryData.",
+    fields: &["data", "binaryData"],
     value: data_count,
 };
 
