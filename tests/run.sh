@@ -81,7 +81,27 @@ cargo test --workspace
 # watches, apply, errors, the harness itself) again, each test server with an etcd of its
 # own. Not discovery (no storage), add_resource (a rebuild of a copy of the repository),
 # crash and restart (the embedded store's durability; they always use it). ~40 s.
+# The test binaries `cargo test --workspace` just built run again: a `cargo test -p` here
+# would resolve features differently and rebuild ~50 crates.
 echo "==> black-box suites on etcd (APISERVER_TEST_STORAGE=etcd)"
-APISERVER_TEST_STORAGE=etcd cargo test -p apiserver-tests \
-  --test semantics --test watch --test kubectl --test kube_client --test apply \
-  --test bad_input --test server_bugs --test harness
+etcd_suites=(semantics watch kubectl kube_client apply bad_input server_bugs harness)
+mapfile -t etcd_binaries < <(
+  cargo test --workspace --no-run --message-format=json 2>/dev/null | python3 -c '
+import json, sys
+wanted = set(sys.argv[1:])
+for line in sys.stdin:
+    m = json.loads(line)
+    t = m.get("target", {})
+    if m.get("reason") == "compiler-artifact" and m.get("executable") \
+            and t.get("name") in wanted and "test" in t.get("kind", []):
+        print(m["executable"])
+' "${etcd_suites[@]}"
+)
+if [ "${#etcd_binaries[@]}" -ne "${#etcd_suites[@]}" ]; then
+  echo "found ${#etcd_binaries[@]} of the ${#etcd_suites[@]} etcd suites: ${etcd_binaries[*]}" >&2
+  exit 1
+fi
+for bin in "${etcd_binaries[@]}"; do
+  echo "--> $(basename "$bin") on etcd"
+  (cd tests && APISERVER_TEST_STORAGE=etcd "$bin")
+done
