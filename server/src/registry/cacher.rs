@@ -45,6 +45,8 @@ pub struct Cacher {
     progress: watch::Sender<Option<u64>>,
     /// Asks the feeding storage watch for a progress notification.
     want_progress: Arc<Notify>,
+    /// The newest revision this server wrote under the prefix.
+    written: std::sync::atomic::AtomicU64,
 }
 
 struct State {
@@ -99,6 +101,7 @@ impl Cacher {
             }),
             progress: watch::channel(None).0,
             want_progress: Arc::new(Notify::new()),
+            written: Default::default(),
         });
         tokio::spawn(feed(Arc::downgrade(&cacher)));
         cacher
@@ -115,6 +118,17 @@ impl Cacher {
     /// The revision the cache holds, if it is loaded.
     pub fn revision(&self) -> Option<u64> {
         *self.progress.borrow()
+    }
+
+    /// Records that this server wrote `revision` under the prefix.
+    pub fn note_write(&self, revision: u64) {
+        self.written
+            .fetch_max(revision, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The newest revision this server wrote under the prefix (0 if none).
+    pub fn written(&self) -> u64 {
+        self.written.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Waits until the cache holds `revision` or later; false when it does not within

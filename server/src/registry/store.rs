@@ -232,6 +232,14 @@ impl Store {
         Some(cacher.clone())
     }
 
+    /// Records a write this server made, so `resourceVersion=0` reads of the resource
+    /// wait until its cache has it.
+    fn wrote(&self, res: &ApiResource, revision: u64) {
+        if let Some(cacher) = self.cacher(res) {
+            cacher.note_write(revision);
+        }
+    }
+
     /// Starts the resource's watch cache now, so it is loaded before the first request.
     pub fn warm_up(&self, res: &ApiResource) {
         self.cacher(res);
@@ -253,7 +261,8 @@ impl Store {
                 .wait_for_current()
                 .await
                 .map_err(|e| map_err(res, "", e))?,
-            ReadAt::Any => cacher.wait_for(0).await,
+            // Any state, but not one older than this server's own acknowledged writes.
+            ReadAt::Any => cacher.wait_for(cacher.written()).await,
             ReadAt::NotOlderThan(n) => cacher.wait_for(n).await,
             ReadAt::Exact(_) => false,
         };
@@ -643,7 +652,10 @@ impl Store {
                 .create(&Self::key(res, ns, &name), encode(&obj))
                 .await
             {
-                Ok(rev) => return Ok(with_rv(obj, rev)),
+                Ok(rev) => {
+                    self.wrote(res, rev);
+                    return Ok(with_rv(obj, rev));
+                }
                 Err(StorageError::AlreadyExists(_)) if generated => continue,
                 Err(e) => return Err(map_err(res, &name, e)),
             }
@@ -876,6 +888,7 @@ impl Store {
                 .delete(&Self::key(res, ns, name), Some(old_rev))
                 .await
                 .map_err(|e| map_err(res, name, e))?;
+            self.wrote(res, rev);
             return Ok(with_rv(obj, rev));
         }
         let rev = self
@@ -883,6 +896,7 @@ impl Store {
             .update(&Self::key(res, ns, name), old_rev, encode(&obj))
             .await
             .map_err(|e| map_err(res, name, e))?;
+        self.wrote(res, rev);
         Ok(with_rv(obj, rev))
     }
 
@@ -951,6 +965,7 @@ impl Store {
                 .update(&key, kv.mod_revision, encode(&obj))
                 .await
                 .map_err(|e| map_err(res, name, e))?;
+            self.wrote(res, rev);
             return Ok(Deletion {
                 object: with_rv(obj, rev),
                 deleted: false,
@@ -962,10 +977,12 @@ impl Store {
                 deleted: true,
             });
         }
-        self.storage
+        let (_, rev) = self
+            .storage
             .delete(&key, Some(kv.mod_revision))
             .await
             .map_err(|e| map_err(res, name, e))?;
+        self.wrote(res, rev);
         Ok(Deletion {
             object: obj,
             deleted: true,
