@@ -356,6 +356,11 @@ impl FieldSelector {
     }
 }
 
+/// Whether `obj` matches both selectors (empty selectors match everything).
+pub fn selects(labels: &LabelSelector, fields: &FieldSelector, obj: &Value) -> bool {
+    labels.matches(&labels_of(obj)) && fields.matches(obj)
+}
+
 /// The labels of an object, as a sorted map.
 pub fn labels_of(obj: &Value) -> BTreeMap<String, String> {
     obj.get("metadata")

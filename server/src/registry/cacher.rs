@@ -164,10 +164,7 @@ impl Cacher {
             Some(s) if s >= prefix => Bound::Excluded(s),
             _ => Bound::Included(prefix),
         };
-        let mut range = state
-            .objects
-            .range::<str, _>((start, Bound::Unbounded))
-            .take_while(|(k, _)| k.starts_with(prefix));
+        let mut range = under(&state.objects, start, prefix);
         let take = if limit == 0 { usize::MAX } else { limit };
         let items: Vec<KeyValue> = range.by_ref().take(take).map(key_value).collect();
         let remaining = range.count() as u64;
@@ -192,13 +189,9 @@ impl Cacher {
             .filter(|page| page.revision == revision)
     }
 
-    /// The key as the cache holds it, and the cache's revision.
-    pub fn get(&self, key: &str) -> (Option<KeyValue>, u64) {
-        let state = self.read();
-        (
-            state.objects.get_key_value(key).map(key_value),
-            state.revision,
-        )
+    /// The key as the cache holds it.
+    pub fn get(&self, key: &str) -> Option<KeyValue> {
+        self.read().objects.get_key_value(key).map(key_value)
     }
 
     /// A watch of the keys under `prefix` after revision `after`, or of the current state
@@ -209,10 +202,7 @@ impl Cacher {
         let mut state = self.write();
         let (initial, backlog, revision) = match after {
             None => {
-                let initial = state
-                    .objects
-                    .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
-                    .take_while(|(k, _)| k.starts_with(prefix))
+                let initial = under(&state.objects, Bound::Included(prefix), prefix)
                     .map(key_value)
                     .collect();
                 (initial, VecDeque::new(), state.revision)
@@ -343,6 +333,17 @@ impl Cacher {
     }
 }
 
+/// The cached objects from `start` on whose keys are under `prefix`, in key order.
+fn under<'a>(
+    objects: &'a BTreeMap<String, Cached>,
+    start: Bound<&'a str>,
+    prefix: &'a str,
+) -> impl Iterator<Item = (&'a String, &'a Cached)> {
+    objects
+        .range::<str, _>((start, Bound::Unbounded))
+        .take_while(move |(k, _)| k.starts_with(prefix))
+}
+
 fn key_value((key, c): (&String, &Cached)) -> KeyValue {
     KeyValue {
         key: key.clone(),
@@ -411,6 +412,18 @@ mod tests {
     use super::*;
     use crate::storage::embedded::EmbeddedStorage;
 
+    /// Waits until the cache has applied `revision` (10 s at most).
+    async fn applied(c: &Cacher, revision: u64) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while c.revision() < Some(revision) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the cache never saw {revision}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     /// The cache over a backend: consistent reads and watches. Run against every backend.
     async fn serves_consistent_reads_and_watches(s: Arc<dyn Storage>) {
         s.create("/registry/a/ns/x", Bytes::from_static(b"1"))
@@ -432,14 +445,7 @@ mod tests {
             .unwrap();
         let caught_up = c.wait_for_current().await.unwrap();
         assert_eq!(caught_up, s.reports_progress(), "caught up to {other}");
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while c.revision() < Some(r) {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the cache never saw {r}"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        applied(&c, r).await;
         let page = c.list("/registry/a/ns/", None, 0);
         assert_eq!(page.revision, if caught_up { other } else { r });
         let keys: Vec<_> = page.items.iter().map(|kv| kv.key.as_str()).collect();
@@ -463,15 +469,8 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!((e.revision, e.prev.as_deref()), (r2, Some(&b"1"[..])));
-        while c.revision() < Some(r2) {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the cache never saw {r2}"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let (kv, _) = c.get("/registry/a/ns/x");
-        let kv = kv.unwrap();
+        applied(&c, r2).await;
+        let kv = c.get("/registry/a/ns/x").unwrap();
         assert_eq!((kv.create_revision, kv.mod_revision), (start, r2));
         // Before the window: the caller must go to storage.
         assert!(c.watch("/registry/a/", Some(start - 1)).is_none());

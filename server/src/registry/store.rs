@@ -13,7 +13,7 @@ use super::{managed_fields, schema};
 use crate::api::meta::{
     meta_str, metadata_mut, now_rfc3339, validate_name, validate_object_meta, SERVER_SET_FIELDS,
 };
-use crate::api::selectors::{labels_of, FieldSelector, LabelSelector};
+use crate::api::selectors::{selects, FieldSelector, LabelSelector};
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::ApiResource;
 use crate::storage::{KeyValue, ListPage, Storage, StorageError};
@@ -191,6 +191,17 @@ fn splice_resource_version(stored: &[u8], rev: u64) -> Option<Bytes> {
     Some(Bytes::from(out))
 }
 
+/// The stored object as JSON bytes with its resourceVersion: spliced in when the layout
+/// allows, else decoded and encoded again.
+fn json_bytes(res: &ApiResource, kv: &KeyValue) -> Result<Bytes, ApiError> {
+    match splice_resource_version(&kv.value, kv.mod_revision) {
+        Some(b) => Ok(b),
+        None => Ok(Bytes::from(
+            serde_json::to_vec(&decode(res, kv)?).unwrap_or_default(),
+        )),
+    }
+}
+
 fn with_rv(mut obj: Value, rev: u64) -> Value {
     metadata_mut(&mut obj).insert("resourceVersion".into(), Value::String(rev.to_string()));
     obj
@@ -306,13 +317,7 @@ impl Store {
         name: &str,
         at: ReadAt,
     ) -> Result<Bytes, ApiError> {
-        let kv = self.get_stored_at(res, ns, name, at).await?;
-        match splice_resource_version(&kv.value, kv.mod_revision) {
-            Some(b) => Ok(b),
-            None => Ok(Bytes::from(
-                serde_json::to_vec(&decode(res, &kv)?).unwrap_or_default(),
-            )),
-        }
+        json_bytes(res, &self.get_stored_at(res, ns, name, at).await?)
     }
 
     /// The stored key of one object as of `at`: from the watch cache when it can answer.
@@ -325,7 +330,7 @@ impl Store {
     ) -> Result<KeyValue, ApiError> {
         let key = Self::key(res, ns, name);
         let found = match self.cache_for(res, at).await? {
-            Some(cacher) => cacher.get(&key).0,
+            Some(cacher) => cacher.get(&key),
             None => self
                 .storage
                 .get(&key)
@@ -361,12 +366,9 @@ impl Store {
         ns: Option<&str>,
         opts: &ListOptions,
     ) -> Result<ObjectList, ApiError> {
-        let filtering = !opts.labels.is_empty() || !opts.fields.is_empty();
         self.list_with(res, ns, opts, |kv| {
             let obj = decode(res, kv)?;
-            let keep =
-                !filtering || (opts.labels.matches(&labels_of(&obj)) && opts.fields.matches(&obj));
-            Ok(keep.then_some(obj))
+            Ok(selects(&opts.labels, &opts.fields, &obj).then_some(obj))
         })
         .await
     }
@@ -384,8 +386,7 @@ impl Store {
             if !filtering {
                 return Ok(Some(kv.clone()));
             }
-            let obj = decode(res, kv)?;
-            let keep = opts.labels.matches(&labels_of(&obj)) && opts.fields.matches(&obj);
+            let keep = selects(&opts.labels, &opts.fields, &decode(res, kv)?);
             Ok(keep.then(|| kv.clone()))
         })
         .await
@@ -399,15 +400,8 @@ impl Store {
         ns: Option<&str>,
         opts: &ListOptions,
     ) -> Result<ObjectList<Bytes>, ApiError> {
-        self.list_with(res, ns, opts, |kv| {
-            match splice_resource_version(&kv.value, kv.mod_revision) {
-                Some(b) => Ok(Some(b)),
-                None => Ok(Some(Bytes::from(
-                    serde_json::to_vec(&decode(res, kv)?).unwrap_or_default(),
-                ))),
-            }
-        })
-        .await
+        self.list_with(res, ns, opts, |kv| json_bytes(res, kv).map(Some))
+            .await
     }
 
     /// Pages through storage, keeping what `convert` returns (`None` drops an item), until
@@ -1014,7 +1008,7 @@ impl Store {
         let cached = self
             .cacher_at("/registry/namespaces/".to_string())
             .filter(|c| c.revision().is_some())
-            .and_then(|c| c.get(&key).0);
+            .and_then(|c| c.get(&key));
         let found = match cached {
             Some(kv) => Ok(Some(kv)),
             None => self.storage.get(&key).await,

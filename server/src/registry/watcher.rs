@@ -12,7 +12,7 @@ use tokio::sync::broadcast;
 
 use super::cacher::{CacheWatch, Cacher};
 use super::store::decode;
-use crate::api::selectors::{labels_of, FieldSelector, LabelSelector};
+use crate::api::selectors::{selects, FieldSelector, LabelSelector};
 use crate::api::ApiError;
 use crate::catalog::ApiResource;
 use crate::storage::{KeyValue, StoredEvent};
@@ -83,7 +83,7 @@ pub(super) fn to_object_event(
         };
         decode(res, &kv)
     };
-    let matches = |obj: &Value| labels.matches(&labels_of(obj)) && fields.matches(obj);
+    let matches = |obj: &Value| selects(labels, fields, obj);
     let new = match e.value.as_ref().map(parse).transpose() {
         Ok(v) => v,
         Err(err) => return Some(Err(err)),
@@ -144,19 +144,12 @@ impl Watcher {
         cacher: Arc<Cacher>,
         w: CacheWatch,
     ) -> Watcher {
-        Watcher {
-            res,
-            prefix,
-            labels,
-            fields,
-            initial: w.initial.into_iter(),
-            source: Source::Cache {
-                cacher,
-                backlog: w.backlog,
-                live: w.live,
-            },
-            last: w.revision,
-        }
+        let source = Source::Cache {
+            cacher,
+            backlog: w.backlog,
+            live: w.live,
+        };
+        Watcher::new(res, prefix, (labels, fields), w.initial, source, w.revision)
     }
 
     /// A watch served by its own storage watch, from after `revision`, after `initial`.
@@ -169,28 +162,40 @@ impl Watcher {
         revision: u64,
         events: crate::storage::EventReceiver,
     ) -> Watcher {
+        let source = Source::Storage(events);
+        Watcher::new(res, prefix, (labels, fields), initial, source, revision)
+    }
+
+    /// A watch that delivers `error` (as an ERROR event) and ends, as kube-apiserver
+    /// answers a start point that is too old.
+    pub fn failed(res: Arc<ApiResource>, error: ApiError) -> Watcher {
+        let source = Source::Failed(Some(error));
+        Watcher::new(
+            res,
+            String::new(),
+            Default::default(),
+            Vec::new(),
+            source,
+            0,
+        )
+    }
+
+    fn new(
+        res: Arc<ApiResource>,
+        prefix: String,
+        (labels, fields): (LabelSelector, FieldSelector),
+        initial: Vec<KeyValue>,
+        source: Source,
+        last: u64,
+    ) -> Watcher {
         Watcher {
             res,
             prefix,
             labels,
             fields,
             initial: initial.into_iter(),
-            source: Source::Storage(events),
-            last: revision,
-        }
-    }
-
-    /// A watch that delivers `error` (as an ERROR event) and ends, as kube-apiserver
-    /// answers a start point that is too old.
-    pub fn failed(res: Arc<ApiResource>, error: ApiError) -> Watcher {
-        Watcher {
-            res,
-            prefix: String::new(),
-            labels: LabelSelector::default(),
-            fields: FieldSelector::default(),
-            initial: Vec::new().into_iter(),
-            source: Source::Failed(Some(error)),
-            last: 0,
+            source,
+            last,
         }
     }
 
@@ -216,7 +221,7 @@ impl Watcher {
                 Ok(obj) => obj,
                 Err(e) => return Some(Err(e)),
             };
-            if self.labels.matches(&labels_of(&obj)) && self.fields.matches(&obj) {
+            if selects(&self.labels, &self.fields, &obj) {
                 let added = ObjectEvent {
                     type_: "ADDED",
                     object: obj,

@@ -272,17 +272,7 @@ fn run_storage(a: StorageArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?
         .block_on(storage::run(&opts))?;
-    let md = report.markdown();
-    println!("{md}");
-    if let Some(path) = a.output {
-        std::fs::write(&path, &md)?;
-    }
-    Ok(if report.error_count() > 0 {
-        eprintln!("{} operations failed", report.error_count());
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    finish(&report.markdown(), report.error_count(), a.output)
 }
 
 fn run_suite(a: SuiteArgs) -> anyhow::Result<ExitCode> {
@@ -350,13 +340,18 @@ fn run_suite(a: SuiteArgs) -> anyhow::Result<ExitCode> {
         rt.worker_threads(t.max(1));
     }
     let report = rt.build()?.block_on(suite::run(&opts))?;
-    let md = report.markdown();
+    finish(&report.markdown(), report.error_count(), a.output)
+}
+
+/// Prints the report (and writes it to `output`); fails the process when any operation
+/// failed.
+fn finish(md: &str, errors: u64, output: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     println!("{md}");
-    if let Some(path) = a.output {
-        std::fs::write(&path, &md)?;
+    if let Some(path) = output {
+        std::fs::write(&path, md)?;
     }
-    Ok(if report.error_count() > 0 {
-        eprintln!("{} operations failed", report.error_count());
+    Ok(if errors > 0 {
+        eprintln!("{errors} operations failed");
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
