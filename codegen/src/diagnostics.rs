@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// A position in a definition file (1-based line and column).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct Location {
     pub file: String,
     pub line: usize,

@@ -8,13 +8,14 @@
 pub mod attrs;
 pub mod diagnostics;
 pub mod emit;
+pub mod endpoints;
 pub mod load;
 pub mod model;
 pub mod names;
 pub mod validate;
 
 pub use diagnostics::{Diagnostic, Diagnostics, Location};
-pub use emit::{GeneratedFile, GENERATED_DIR};
+pub use emit::{openapi_documents, GeneratedFile, OpenApiDocuments, GENERATED_DIR};
 
 /// A definition file's path (relative to the workspace root) and text.
 #[derive(Clone, Debug)]

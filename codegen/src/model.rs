@@ -3,10 +3,20 @@
 //! Loaders (`load::yaml`, `load::rust`) produce [`ResourceDef`]s; `validate` checks them;
 //! the emitters in `emit` turn the checked set into files.
 
+use serde::{Deserialize, Serialize};
+
 use crate::diagnostics::Location;
 
+/// The per-kind hooks the server provides by name (`strategy:` in a definition): what
+/// kube-apiserver keeps in each built-in kind's `strategy.go`.
+pub const STRATEGIES: &[&str] = &["ConfigMap", "Namespace", "Secret"];
+
 /// A resource as a user declared it: identity, REST shape, schema and presentation.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// It is also the compiled-in catalog's wire form (`server/src/generated/catalog.json`),
+/// which the server reads at start-up, so it (de)serializes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ResourceDef {
     /// Where the definition starts, for diagnostics and the "generated from" header.
     pub location: Location,
@@ -31,22 +41,32 @@ pub struct ResourceDef {
     /// JSON paths (`.spec.color`) usable in field selectors besides `metadata.name` and
     /// `metadata.namespace`, as a CRD's `selectableFields`.
     pub selectable_fields: Vec<String>,
+    /// A Kubernetes built-in kind (declared `builtin: true`): it accepts strategic merge
+    /// patch and, with field numbers, protobuf, and a delete answers a `Status`. Other
+    /// kinds behave as custom resources do.
+    #[serde(default)]
+    pub builtin: bool,
+    /// The server's named per-kind hooks (one of [`STRATEGIES`]); `None` for the generic
+    /// ones (built-in or custom defaults).
+    #[serde(default)]
+    pub strategy: Option<String>,
 }
 
 /// Which definition format a resource came from.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Origin {
     /// A YAML file; codegen emits the typed Rust structs.
     Yaml,
     /// A Rust file with `#[derive(Resource)]`; the server compiles that file as it is.
     Rust {
         /// Name of the struct carrying `#[derive(Resource)]`.
+        #[serde(rename = "typeName")]
         type_name: String,
     },
 }
 
 /// Whether objects live in a namespace.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Scope {
     Namespaced,
     Cluster,
@@ -71,22 +91,28 @@ impl ResourceDef {
         }
     }
 
-    /// Whether any schema property carries a protobuf field number, which makes the kind
-    /// accept Kubernetes' protobuf encoding.
+    /// Whether the kind accepts Kubernetes' protobuf encoding: a built-in kind whose
+    /// schema carries field numbers.
     pub fn has_protobuf(&self) -> bool {
-        self.schema.has_protobuf()
+        self.builtin && self.schema.has_protobuf()
+    }
+
+    /// Whether objects live in a namespace.
+    pub fn namespaced(&self) -> bool {
+        self.scope == Scope::Namespaced
     }
 }
 
 /// The `status` and `scale` subresources, as a CRD declares them.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Subresources {
     pub status: bool,
     pub scale: Option<ScaleSubresource>,
 }
 
 /// JSON paths (`.spec.replicas` style) the scale subresource maps to.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ScaleSubresource {
     pub spec_replicas_path: String,
     pub status_replicas_path: String,
@@ -94,10 +120,12 @@ pub struct ScaleSubresource {
 }
 
 /// One `additionalPrinterColumns` entry.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PrinterColumn {
     pub name: String,
     /// OpenAPI type: integer, number, string, boolean or date.
+    #[serde(rename = "type")]
     pub type_: String,
     pub format: Option<String>,
     pub description: Option<String>,
@@ -106,7 +134,9 @@ pub struct PrinterColumn {
 }
 
 /// The OpenAPI v3 subset CRDs accept in `openAPIV3Schema`, plus a protobuf field number.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// (De)serializes as that OpenAPI JSON, field numbers included.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(into = "serde_json::Value", try_from = "serde_json::Value")]
 pub struct Schema {
     pub location: Option<Location>,
     pub type_: Option<String>,
@@ -220,5 +250,155 @@ impl Schema {
             }
         }
         Value::Object(m)
+    }
+}
+
+impl Schema {
+    /// The inverse of [`Schema::to_json`] (with field numbers): reads an OpenAPI v3 schema
+    /// in the subset this model holds. Keywords outside it are an error naming the path.
+    pub fn from_json(v: &serde_json::Value) -> Result<Schema, String> {
+        Self::from_json_at(v, "schema")
+    }
+
+    fn from_json_at(v: &serde_json::Value, path: &str) -> Result<Schema, String> {
+        use serde_json::Value;
+        let obj = v
+            .as_object()
+            .ok_or_else(|| format!("{path}: a schema must be an object"))?;
+        let string = |k: &str, v: &Value| {
+            v.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("{path}.{k}: must be a string"))
+        };
+        let flag = |k: &str, v: &Value| {
+            v.as_bool()
+                .ok_or_else(|| format!("{path}.{k}: must be true or false"))
+        };
+        let strings = |k: &str, v: &Value| -> Result<Vec<String>, String> {
+            v.as_array()
+                .and_then(|a| a.iter().map(|s| s.as_str().map(str::to_string)).collect())
+                .ok_or_else(|| format!("{path}.{k}: must be a list of strings"))
+        };
+        let number = |k: &str, v: &Value| match v {
+            Value::Number(n) => Ok(n.clone()),
+            _ => Err(format!("{path}.{k}: must be a number")),
+        };
+        let mut s = Schema::default();
+        for (k, v) in obj {
+            match k.as_str() {
+                "description" => s.description = Some(string(k, v)?),
+                "type" => s.type_ = Some(string(k, v)?),
+                "format" => s.format = Some(string(k, v)?),
+                "properties" => {
+                    let props = v
+                        .as_object()
+                        .ok_or_else(|| format!("{path}.properties: must be an object"))?;
+                    for (name, p) in props {
+                        let at = format!("{path}.properties.{name}");
+                        s.properties
+                            .push((name.clone(), Self::from_json_at(p, &at)?));
+                    }
+                }
+                "required" => s.required = strings(k, v)?,
+                "items" => {
+                    let at = format!("{path}.items");
+                    s.items = Some(Box::new(Self::from_json_at(v, &at)?));
+                }
+                "additionalProperties" => {
+                    let at = format!("{path}.additionalProperties");
+                    s.additional_properties = match v {
+                        Value::Bool(true) => Some(Box::new(Schema {
+                            preserve_unknown_fields: true,
+                            ..Schema::default()
+                        })),
+                        Value::Bool(false) => None,
+                        other => Some(Box::new(Self::from_json_at(other, &at)?)),
+                    };
+                }
+                "enum" => {
+                    s.enum_values = v
+                        .as_array()
+                        .cloned()
+                        .ok_or_else(|| format!("{path}.enum: must be a list"))?
+                }
+                "default" => s.default = Some(v.clone()),
+                "minimum" => s.minimum = Some(number(k, v)?),
+                "maximum" => s.maximum = Some(number(k, v)?),
+                "pattern" => s.pattern = Some(string(k, v)?),
+                "nullable" => s.nullable = flag(k, v)?,
+                "x-kubernetes-preserve-unknown-fields" => s.preserve_unknown_fields = flag(k, v)?,
+                "x-kubernetes-int-or-string" => s.int_or_string = flag(k, v)?,
+                "x-kubernetes-list-type" => s.list_type = Some(string(k, v)?),
+                "x-kubernetes-list-map-keys" => s.list_map_keys = strings(k, v)?,
+                "x-kubernetes-map-type" => s.map_type = Some(string(k, v)?),
+                "x-protobuf-field" => {
+                    s.protobuf_field = Some(
+                        v.as_u64()
+                            .and_then(|n| u32::try_from(n).ok())
+                            .ok_or_else(|| format!("{path}.{k}: must be a field number"))?,
+                    )
+                }
+                other => return Err(format!("{path}: unsupported keyword `{other}`")),
+            }
+        }
+        Ok(s)
+    }
+}
+
+impl From<Schema> for serde_json::Value {
+    fn from(s: Schema) -> Self {
+        s.to_json(true)
+    }
+}
+
+impl TryFrom<serde_json::Value> for Schema {
+    type Error = String;
+    fn try_from(v: serde_json::Value) -> Result<Self, String> {
+        Schema::from_json(&v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Drops what JSON does not carry (source positions), to compare round trips.
+    fn without_locations(mut s: Schema) -> Schema {
+        s.location = None;
+        s.properties = s
+            .properties
+            .into_iter()
+            .map(|(k, p)| (k, without_locations(p)))
+            .collect();
+        s.items = s.items.map(|i| Box::new(without_locations(*i)));
+        s.additional_properties = s
+            .additional_properties
+            .map(|a| Box::new(without_locations(*a)));
+        s
+    }
+
+    #[test]
+    fn schemas_and_definitions_round_trip_through_json() {
+        let text = include_str!("../../api-defs/examples/widget.yaml");
+        let mut diags = crate::Diagnostics::default();
+        let def = crate::load::yaml::load("widget.yaml", text, &mut diags).expect("loads");
+        let schema = without_locations(def.schema.clone());
+        assert_eq!(Schema::from_json(&schema.to_json(true)), Ok(schema.clone()));
+        let json = serde_json::to_string(&def).expect("serializes");
+        let back: ResourceDef = serde_json::from_str(&json).expect("deserializes");
+        assert_eq!(back.schema, schema);
+        assert_eq!(
+            (back.kind, back.scope, back.subresources),
+            (def.kind, def.scope, def.subresources)
+        );
+    }
+
+    #[test]
+    fn unknown_schema_keywords_are_named_with_their_path() {
+        let v = serde_json::json!({"type": "object", "properties": {"spec": {"type": "object", "oneOf": []}}});
+        assert_eq!(
+            Schema::from_json(&v),
+            Err("schema.properties.spec: unsupported keyword `oneOf`".to_string())
+        );
     }
 }

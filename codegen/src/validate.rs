@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnostics::{Diagnostic, Diagnostics, Location};
-use crate::model::{PrinterColumn, ResourceDef, ScaleSubresource, Schema};
+use crate::model::{PrinterColumn, ResourceDef, ScaleSubresource, Schema, STRATEGIES};
 use crate::names::{is_api_version, is_dns_label, is_dns_subdomain, is_kind};
 
 const TYPES: &[&str] = &["object", "array", "string", "integer", "number", "boolean"];
@@ -87,6 +87,22 @@ pub fn validate(defs: &[ResourceDef], diags: &mut Diagnostics) {
             ));
         }
 
+        if d.schema.has_protobuf() && !d.builtin {
+            diags.push(err(
+                format!("kind `{}` has protobuf field numbers but is not built-in", d.kind),
+                "add `builtin: true` (only Kubernetes' own kinds speak protobuf) or remove the `x-protobuf-field` numbers",
+            ));
+        }
+        if let Some(s) = d.strategy.as_deref().filter(|s| !STRATEGIES.contains(s)) {
+            let help = match crate::diagnostics::suggest(s, STRATEGIES) {
+                Some(close) => format!("write `strategy: {close}`"),
+                None => format!(
+                    "use one of {}, or leave `strategy` out",
+                    STRATEGIES.join(", ")
+                ),
+            };
+            diags.push(err(format!("unknown strategy `{s}`"), &help));
+        }
         check_selectable_fields(d, diags);
         validate_parts(
             &d.schema,

@@ -59,14 +59,14 @@ fn check_detects_a_stale_definition_and_regenerating_fixes_it() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        stderr.contains("stale: server/src/generated/catalog.rs"),
+        stderr.contains("stale: server/src/generated/catalog.json"),
         "{stderr}"
     );
 
     assert!(codegen(root, false).status.success());
     assert!(codegen(root, true).status.success());
     assert!(
-        fs::read_to_string(root.join("server/src/generated/catalog.rs"))
+        fs::read_to_string(root.join("server/src/generated/catalog.json"))
             .unwrap()
             .contains("\"wdg\"")
     );
@@ -88,7 +88,7 @@ fn removed_definitions_leave_no_stale_files_behind() {
 fn a_bad_definition_writes_nothing_and_names_file_line_column() {
     let tmp = workspace();
     let root = tmp.path();
-    let before = fs::read_to_string(root.join("server/src/generated/catalog.rs")).unwrap();
+    let before = fs::read_to_string(root.join("server/src/generated/catalog.json")).unwrap();
     fs::write(root.join("api-defs/examples/oops.yaml"), "group: example.dev\nversion: v1\nkind: Oops\nscope: Namespaced\nschema:\n  type: object\n  properties:\n    spec:\n      type: strin\n").unwrap();
     let out = codegen(root, false);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -99,7 +99,7 @@ fn a_bad_definition_writes_nothing_and_names_file_line_column() {
     );
     assert!(stderr.contains("did you mean `string`?"), "{stderr}");
     assert_eq!(
-        fs::read_to_string(root.join("server/src/generated/catalog.rs")).unwrap(),
+        fs::read_to_string(root.join("server/src/generated/catalog.json")).unwrap(),
         before
     );
 }

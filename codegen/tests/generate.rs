@@ -51,12 +51,11 @@ fn valid_fixtures_generate_the_snapshotted_files() {
     assert_eq!(
         names,
         [
-            "server/src/generated/catalog.rs",
+            "server/src/generated/catalog.json",
             "server/src/generated/mod.rs",
             "server/src/generated/openapi/apis__fixtures.example.com__v1.json",
             "server/src/generated/openapi/apis__fixtures.example.com__v1beta1.json",
             "server/src/generated/openapi/swagger.json",
-            "server/src/generated/routes.rs",
             "server/src/generated/types.rs",
         ]
     );
@@ -124,4 +123,21 @@ fn the_shipped_definitions_are_valid() {
         kinds,
         ["ConfigMap", "Namespace", "Secret", "Gadget", "Widget"]
     );
+}
+
+#[test]
+fn protobuf_numbers_need_builtin_and_strategies_must_exist() {
+    let text = "group: example.dev\nversion: v1\nkind: Odd\nscope: Namespaced\nstrategy: Secrett\nschema:\n  type: object\n  properties:\n    spec:\n      type: string\n      x-protobuf-field: 2\n";
+    let diags = generate(&[SourceFile {
+        path: "api-defs/odd.yaml".into(),
+        text: text.into(),
+    }])
+    .expect_err("must fail")
+    .to_string();
+    assert!(
+        diags.contains("kind `Odd` has protobuf field numbers but is not built-in"),
+        "{diags}"
+    );
+    assert!(diags.contains("unknown strategy `Secrett`"), "{diags}");
+    assert!(diags.contains("write `strategy: Secret`"), "{diags}");
 }

@@ -1,173 +1,450 @@
-//! The resource catalog: one table (GVK, plural, scope, verbs, subresources, short names,
-//! printer columns, schema) that drives routes, discovery, OpenAPI and storage keys.
-//! Generated entries are registered at start-up; CustomResourceDefinitions will add
-//! entries at run time through the same [`Catalog`].
+//! The live resource catalog: one entry per served resource, driving routing, discovery,
+//! OpenAPI, storage keys and watch caches.
+//!
+//! Entries are owned values built from codegen's model ([`ResourceDef`]): the compiled-in
+//! definitions at start-up (`generated::CATALOG`), and whatever registers a definition
+//! while the server runs (`--definitions-dir` today, CustomResourceDefinitions next).
+//! Each entry declares what the handlers need to know: its strategy hooks, whether it is
+//! a built-in kind, and its endpoints (the one table of paths, verbs and subresources).
 
-use std::sync::{Arc, RwLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
 
-/// A definition as codegen emits it (`generated::catalog::RESOURCES`).
-#[derive(Debug)]
-pub struct ResourceDefinition {
-    pub group: &'static str,
-    pub version: &'static str,
-    pub kind: &'static str,
-    pub list_kind: &'static str,
-    pub plural: &'static str,
-    pub singular: &'static str,
-    pub namespaced: bool,
-    pub short_names: &'static [&'static str],
-    pub categories: &'static [&'static str],
-    pub status_subresource: bool,
-    pub scale: Option<ScaleDefinition>,
-    pub printer_columns: &'static [PrinterColumnDefinition],
-    /// Fields (JSON paths without the leading dot) usable in field selectors besides
-    /// `metadata.name` and `metadata.namespace`.
-    pub selectable_fields: &'static [&'static str],
-    /// OpenAPI v3 schema of the kind's own fields, JSON, with `x-protobuf-field` numbers.
-    pub schema: &'static str,
-    /// The definition file it came from.
-    pub source: &'static str,
-}
+use codegen::endpoints::{self, Endpoint, Subresource, Verb};
+use codegen::model::{ResourceDef, Scope};
 
-/// Replica and selector paths of the scale subresource.
-#[derive(Debug)]
-pub struct ScaleDefinition {
-    pub spec_replicas_path: &'static str,
-    pub status_replicas_path: &'static str,
-    pub label_selector_path: Option<&'static str>,
-}
-
-/// One additional printer column.
-#[derive(Debug)]
-pub struct PrinterColumnDefinition {
-    pub name: &'static str,
-    pub type_: &'static str,
-    pub format: Option<&'static str>,
-    pub description: Option<&'static str>,
-    pub priority: i32,
-    pub json_path: &'static str,
-}
+use crate::registry::strategy::{self, Strategy};
 
 /// A served resource, as the handlers see it.
-#[derive(Debug)]
 pub struct ApiResource {
-    pub def: &'static ResourceDefinition,
-    /// The parsed schema (kept parsed: validation and protobuf decoding walk it).
+    /// The definition it was built from.
+    pub def: ResourceDef,
+    /// The schema as JSON, with `x-protobuf-field` numbers (validation, pruning and the
+    /// protobuf transcoder walk it).
     pub schema: serde_json::Value,
-    /// Whether bodies may use Kubernetes' protobuf encoding.
+    /// Whether bodies may use Kubernetes' protobuf encoding (a built-in kind with field
+    /// numbers).
     pub protobuf: bool,
+    /// The per-kind hooks the definition chose.
+    pub strategy: &'static dyn Strategy,
+    /// Every path of the resource and the verbs each serves.
+    pub endpoints: Vec<Endpoint>,
+    /// Fields usable in field selectors besides `metadata.name` and `metadata.namespace`
+    /// (JSON paths without the leading dot).
+    pub selectable_fields: Vec<String>,
+    api_version: String,
+}
+
+impl std::fmt::Debug for ApiResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiResource")
+            .field("group", &self.def.group)
+            .field("version", &self.def.version)
+            .field("plural", &self.def.plural)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ApiResource {
-    fn new(def: &'static ResourceDefinition) -> Self {
-        let schema: serde_json::Value =
-            serde_json::from_str(def.schema).expect("codegen emits valid schema JSON");
-        let protobuf = def.schema.contains("\"x-protobuf-field\"");
-        ApiResource {
+    /// The entry for a definition; an error when the definition names hooks the server
+    /// does not have.
+    pub fn new(def: ResourceDef) -> Result<Self, String> {
+        let strategy = strategy::named(def.strategy.as_deref(), def.builtin)?;
+        let schema = def.schema.to_json(true);
+        let protobuf = def.has_protobuf();
+        let endpoints = endpoints::endpoints(&def);
+        let selectable_fields = def
+            .selectable_fields
+            .iter()
+            .map(|f| f.trim_start_matches('.').to_string())
+            .collect();
+        Ok(ApiResource {
+            api_version: def.api_version(),
             def,
             schema,
             protobuf,
-        }
+            strategy,
+            endpoints,
+            selectable_fields,
+        })
     }
 
     /// `apiVersion` as written in objects: `v1` or `group/version`.
-    pub fn api_version(&self) -> String {
-        if self.def.group.is_empty() {
-            self.def.version.to_string()
-        } else {
-            format!("{}/{}", self.def.group, self.def.version)
-        }
+    pub fn api_version(&self) -> &str {
+        &self.api_version
+    }
+
+    /// Whether objects live in a namespace.
+    pub fn namespaced(&self) -> bool {
+        self.def.scope == Scope::Namespaced
+    }
+
+    /// Whether this is a Kubernetes built-in kind (strategic merge patch, protobuf,
+    /// `Status` answers to deletes) rather than a custom one.
+    pub fn builtin(&self) -> bool {
+        self.def.builtin
     }
 
     /// The group-version path: `api/v1` or `apis/<group>/<version>`.
     pub fn group_version_path(&self) -> String {
-        if self.def.group.is_empty() {
-            format!("api/{}", self.def.version)
-        } else {
-            format!("apis/{}/{}", self.def.group, self.def.version)
-        }
+        self.def.url_prefix().trim_start_matches('/').to_string()
     }
 
     /// Group-qualified resource for messages: `configmaps` or `widgets.example.dev`.
     pub fn qualified_resource(&self) -> String {
         if self.def.group.is_empty() {
-            self.def.plural.to_string()
+            self.def.plural.clone()
         } else {
             format!("{}.{}", self.def.plural, self.def.group)
         }
     }
 
-    /// Verbs the generic handlers serve for this resource (sorted, as discovery lists
-    /// them): every generated route, plus `watch` on the collections.
-    pub fn verbs(&self) -> &'static [&'static str] {
-        &[
-            "create",
-            "delete",
-            "deletecollection",
-            "get",
-            "list",
-            "patch",
-            "update",
-            "watch",
-        ]
+    /// The verbs served on the resource (`None`) or one of its subresources, sorted as
+    /// discovery lists them.
+    pub fn verbs(&self, subresource: Option<Subresource>) -> Vec<Verb> {
+        endpoints::verbs(&self.endpoints, subresource)
+    }
+
+    /// The subresources the resource has, sorted by name.
+    pub fn subresources(&self) -> Vec<Subresource> {
+        endpoints::subresources(&self.def)
     }
 }
 
 /// A resource for unit tests: core group, namespaced, with `schema`.
 #[cfg(test)]
 pub(crate) fn test_resource(schema: serde_json::Value) -> ApiResource {
-    let def: &'static ResourceDefinition = Box::leak(Box::new(ResourceDefinition {
-        group: "",
-        version: "v1",
-        kind: "ConfigMap",
-        list_kind: "ConfigMapList",
-        plural: "configmaps",
-        singular: "configmap",
-        namespaced: true,
-        short_names: &[],
-        categories: &[],
-        status_subresource: false,
-        scale: None,
-        printer_columns: &[],
-        selectable_fields: &[],
-        schema: "{}",
-        source: "test",
-    }));
-    ApiResource {
-        def,
-        schema,
-        protobuf: false,
+    let mut res = ApiResource::new(ResourceDef {
+        location: codegen::Location {
+            file: "test".into(),
+            line: 1,
+            column: 1,
+        },
+        origin: codegen::model::Origin::Yaml,
+        group: String::new(),
+        version: "v1".into(),
+        kind: "ConfigMap".into(),
+        list_kind: "ConfigMapList".into(),
+        plural: "configmaps".into(),
+        singular: "configmap".into(),
+        scope: Scope::Namespaced,
+        short_names: vec![],
+        categories: vec![],
+        schema: Default::default(),
+        subresources: Default::default(),
+        printer_columns: vec![],
+        selectable_fields: vec![],
+        builtin: false,
+        strategy: None,
+    })
+    .expect("the test definition is valid");
+    res.schema = schema;
+    res
+}
+
+/// Why a definition cannot be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegisterError {
+    /// Another entry already serves the resource, kind or short name.
+    #[error("{0}")]
+    Conflict(String),
+    /// The definition cannot be served.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// A change to the catalog, as observers hear of it.
+#[derive(Debug, Clone)]
+pub enum CatalogChange {
+    Registered(Arc<ApiResource>),
+    Unregistered(Arc<ApiResource>),
+}
+
+/// Something told of every change (after it is visible to lookups).
+pub type Observer = Box<dyn Fn(&CatalogChange) + Send + Sync>;
+
+/// `(group, version, kind)`.
+type KindKey = (String, String, String);
+
+/// One immutable view of the catalog; a change builds the next one.
+#[derive(Default)]
+struct Index {
+    generation: u64,
+    /// Sorted by group, version and kind.
+    all: Vec<Arc<ApiResource>>,
+    /// group → version → plural, so a request's lookup borrows its path's strings.
+    by_resource: HashMap<String, HashMap<String, HashMap<String, Arc<ApiResource>>>>,
+    by_kind: HashMap<KindKey, Arc<ApiResource>>,
+    by_short_name: HashMap<String, Arc<ApiResource>>,
+    by_category: HashMap<String, Vec<Arc<ApiResource>>>,
+}
+
+impl Index {
+    fn build(generation: u64, mut all: Vec<Arc<ApiResource>>) -> Index {
+        all.sort_by(|a, b| {
+            (&a.def.group, &a.def.version, &a.def.kind).cmp(&(
+                &b.def.group,
+                &b.def.version,
+                &b.def.kind,
+            ))
+        });
+        let mut index = Index {
+            generation,
+            ..Index::default()
+        };
+        for r in &all {
+            let d = &r.def;
+            index
+                .by_resource
+                .entry(d.group.clone())
+                .or_default()
+                .entry(d.version.clone())
+                .or_default()
+                .insert(d.plural.clone(), r.clone());
+            index.by_kind.insert(
+                (d.group.clone(), d.version.clone(), d.kind.clone()),
+                r.clone(),
+            );
+            for s in &d.short_names {
+                index.by_short_name.insert(s.clone(), r.clone());
+            }
+            for c in &d.categories {
+                index
+                    .by_category
+                    .entry(c.clone())
+                    .or_default()
+                    .push(r.clone());
+            }
+        }
+        index.all = all;
+        index
+    }
+
+    /// Why `def` cannot join this index, if it cannot.
+    fn conflict(&self, def: &ResourceDef) -> Option<String> {
+        let gv = def.api_version();
+        let key = |name: &str| (def.group.clone(), def.version.clone(), name.to_string());
+        if self.get(&def.group, &def.version, &def.plural).is_some() {
+            return Some(format!(
+                "resource {:?} is already served in {gv}",
+                def.plural
+            ));
+        }
+        if self.by_kind.contains_key(&key(&def.kind)) {
+            return Some(format!("kind {:?} is already served in {gv}", def.kind));
+        }
+        def.short_names.iter().find_map(|s| {
+            self.by_short_name.get(s).map(|other| {
+                format!(
+                    "short name {s:?} is already used by {}",
+                    other.qualified_resource()
+                )
+            })
+        })
     }
 }
 
-/// The live catalog: generated resources plus (later) custom resources.
-#[derive(Debug, Default)]
+/// The live catalog. Lookups take a snapshot (an `Arc` clone under a read lock), so a
+/// request sees one consistent catalog while changes go on.
+#[derive(Default)]
 pub struct Catalog {
-    resources: RwLock<Vec<Arc<ApiResource>>>,
+    index: RwLock<Arc<Index>>,
+    /// Held while a change is made and announced, so observers hear changes in order.
+    changes: Mutex<Vec<Observer>>,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog")
+            .field("resources", &self.snapshot().all.len())
+            .finish()
+    }
 }
 
 impl Catalog {
-    /// A catalog holding every generated definition.
-    pub fn from_generated(defs: &'static [ResourceDefinition]) -> Self {
-        Catalog {
-            resources: RwLock::new(defs.iter().map(|d| Arc::new(ApiResource::new(d))).collect()),
+    /// A catalog of the compiled-in definitions (`generated::CATALOG`: codegen's model as
+    /// JSON, `{"description": .., "definitions": [..]}`).
+    pub fn from_definitions(json: &str) -> Result<Self, String> {
+        #[derive(serde::Deserialize)]
+        struct Compiled {
+            definitions: Vec<ResourceDef>,
         }
+        let compiled: Compiled = serde_json::from_str(json)
+            .map_err(|e| format!("the compiled-in catalog does not load: {e}"))?;
+        let catalog = Catalog::default();
+        for def in compiled.definitions {
+            catalog.register(def).map_err(|e| e.to_string())?;
+        }
+        Ok(catalog)
+    }
+
+    fn snapshot(&self) -> Arc<Index> {
+        self.index.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Adds an entry for `def`; observers hear of it once lookups find it.
+    pub fn register(&self, def: ResourceDef) -> Result<Arc<ApiResource>, RegisterError> {
+        let observers = self.changes.lock().unwrap_or_else(|e| e.into_inner());
+        let current = self.snapshot();
+        if let Some(why) = current.conflict(&def) {
+            return Err(RegisterError::Conflict(why));
+        }
+        let entry = Arc::new(ApiResource::new(def).map_err(RegisterError::Invalid)?);
+        let mut all = current.all.clone();
+        all.push(entry.clone());
+        self.publish(Index::build(current.generation + 1, all));
+        let change = CatalogChange::Registered(entry.clone());
+        observers.iter().for_each(|o| o(&change));
+        Ok(entry)
+    }
+
+    /// Removes the entry serving `group/version/plural`; its paths answer 404 from now on.
+    /// Stored objects stay (registering it again serves them again).
+    pub fn unregister(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ApiResource>> {
+        let observers = self.changes.lock().unwrap_or_else(|e| e.into_inner());
+        let current = self.snapshot();
+        let gone = current.get(group, version, plural)?;
+        let all = current
+            .all
+            .iter()
+            .filter(|r| !Arc::ptr_eq(r, &gone))
+            .cloned()
+            .collect();
+        self.publish(Index::build(current.generation + 1, all));
+        let change = CatalogChange::Unregistered(gone.clone());
+        observers.iter().for_each(|o| o(&change));
+        Some(gone)
+    }
+
+    fn publish(&self, index: Index) {
+        *self.index.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(index);
+    }
+
+    /// Calls `observer` on every later change.
+    pub fn subscribe(&self, observer: Observer) {
+        self.changes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(observer);
+    }
+
+    /// Counts changes: equal generations mean the same entries.
+    pub fn generation(&self) -> u64 {
+        self.snapshot().generation
     }
 
     /// The resource served at `group/version/plural`.
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ApiResource>> {
-        self.read()
-            .iter()
-            .find(|r| r.def.group == group && r.def.version == version && r.def.plural == plural)
+        self.snapshot().get(group, version, plural)
+    }
+
+    /// The resource of kind `group/version/kind`.
+    pub fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<Arc<ApiResource>> {
+        let key = (group.to_string(), version.to_string(), kind.to_string());
+        self.snapshot().by_kind.get(&key).cloned()
+    }
+
+    /// The resource a short name (`cm`) stands for.
+    pub fn by_short_name(&self, short_name: &str) -> Option<Arc<ApiResource>> {
+        self.snapshot().by_short_name.get(short_name).cloned()
+    }
+
+    /// The resources in a category (`all`), sorted by group, version and kind.
+    pub fn in_category(&self, category: &str) -> Vec<Arc<ApiResource>> {
+        let index = self.snapshot();
+        index.by_category.get(category).cloned().unwrap_or_default()
+    }
+
+    /// Every resource, sorted by group, version and kind.
+    pub fn all(&self) -> Vec<Arc<ApiResource>> {
+        self.snapshot().all.clone()
+    }
+}
+
+impl Index {
+    fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ApiResource>> {
+        self.by_resource
+            .get(group)?
+            .get(version)?
+            .get(plural)
             .cloned()
     }
+}
 
-    /// Every resource, in catalog order (sorted by group, version, kind).
-    pub fn all(&self) -> Vec<Arc<ApiResource>> {
-        self.read().clone()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compiled_in() -> Catalog {
+        Catalog::from_definitions(crate::generated::CATALOG).expect("the compiled-in catalog loads")
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<ApiResource>>> {
-        self.resources.read().unwrap_or_else(|e| e.into_inner())
+    fn widget_v2() -> ResourceDef {
+        let mut def = compiled_in()
+            .get("example.dev", "v1", "widgets")
+            .expect("widgets are compiled in")
+            .def
+            .clone();
+        def.version = "v2".into();
+        def.short_names = vec!["wd2".into()];
+        def
+    }
+
+    #[test]
+    fn lookups_by_resource_kind_short_name_and_category() {
+        let c = compiled_in();
+        assert_eq!(c.get("", "v1", "configmaps").unwrap().def.kind, "ConfigMap");
+        assert_eq!(c.by_kind("", "v1", "Secret").unwrap().def.plural, "secrets");
+        assert_eq!(c.by_short_name("ns").unwrap().def.plural, "namespaces");
+        let all: Vec<String> = c
+            .in_category("examples")
+            .iter()
+            .map(|r| r.def.plural.clone())
+            .collect();
+        assert_eq!(all, ["gadgets", "widgets"]);
+        assert!(c.get("", "v1", "pods").is_none());
+    }
+
+    #[test]
+    fn register_and_unregister_change_lookups_and_tell_observers_in_order() {
+        let c = compiled_in();
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let h = heard.clone();
+        c.subscribe(Box::new(move |change| {
+            let (what, r) = match change {
+                CatalogChange::Registered(r) => ("+", r),
+                CatalogChange::Unregistered(r) => ("-", r),
+            };
+            h.lock().unwrap().push(format!("{what}{}", r.def.version));
+        }));
+        let before = c.generation();
+        c.register(widget_v2()).expect("v2 is new");
+        assert!(c.get("example.dev", "v2", "widgets").is_some());
+        assert_eq!(c.by_short_name("wd2").unwrap().def.version, "v2");
+        assert!(c.generation() > before);
+        assert!(c.unregister("example.dev", "v2", "widgets").is_some());
+        assert!(c.get("example.dev", "v2", "widgets").is_none());
+        assert!(c.by_short_name("wd2").is_none());
+        assert!(c.unregister("example.dev", "v2", "widgets").is_none());
+        assert_eq!(*heard.lock().unwrap(), ["+v2", "-v2"]);
+    }
+
+    #[test]
+    fn conflicting_definitions_are_refused() {
+        let c = compiled_in();
+        let mut same = widget_v2();
+        same.version = "v1".into();
+        same.short_names.clear();
+        assert!(
+            matches!(c.register(same), Err(RegisterError::Conflict(m)) if m.contains("widgets"))
+        );
+        let mut short = widget_v2();
+        short.short_names = vec!["cm".into()];
+        assert!(
+            matches!(c.register(short), Err(RegisterError::Conflict(m)) if m.contains("\"cm\""))
+        );
+        let mut hooks = widget_v2();
+        hooks.strategy = Some("Pod".into());
+        assert!(matches!(c.register(hooks), Err(RegisterError::Invalid(_))));
     }
 }

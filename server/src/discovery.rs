@@ -21,6 +21,8 @@ use base64::Engine;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256, Sha512};
 
+use codegen::endpoints::{Subresource, Verb};
+
 use crate::api::ApiError;
 use crate::catalog::ApiResource;
 use crate::endpoints::ApiState;
@@ -56,38 +58,35 @@ pub struct SubresourceInfo {
     /// Version of that kind; empty when it is the resource's own.
     pub version: &'static str,
     /// Kind the subresource answers with.
-    pub kind: &'static str,
-    /// Verbs served on the subresource.
-    pub verbs: &'static [&'static str],
+    pub kind: String,
+    /// Verbs served on the subresource (from the endpoints table).
+    pub verbs: Vec<&'static str>,
 }
 
-/// Verbs every subresource the server has (`status`, `scale`) serves.
-const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
+/// The verbs of `r` (or a subresource) as discovery writes them.
+pub fn verb_names(r: &ApiResource, sub: Option<Subresource>) -> Vec<&'static str> {
+    r.verbs(sub).into_iter().map(Verb::as_str).collect()
+}
 
-/// The subresources of `r`, sorted by name: `scale` (as `autoscaling/v1` `Scale`) when the
-/// definition declares one, `status` when it has a status subresource.
+/// The subresources of `r`, sorted by name: `scale` (as `autoscaling/v1` `Scale`) and
+/// `status`, as the endpoints table has them.
 pub fn subresources(r: &ApiResource) -> Vec<SubresourceInfo> {
-    let mut subs = Vec::new();
-    if r.def.scale.is_some() {
-        subs.push(SubresourceInfo {
-            name: "scale",
-            group: "autoscaling",
-            version: "v1",
-            kind: "Scale",
-            verbs: SUBRESOURCE_VERBS,
-        });
-    }
-    if r.def.status_subresource {
-        subs.push(SubresourceInfo {
-            name: "status",
-            group: "",
-            version: "",
-            kind: r.def.kind,
-            verbs: SUBRESOURCE_VERBS,
-        });
-    }
-    subs.sort_by_key(|s| s.name);
-    subs
+    r.subresources()
+        .into_iter()
+        .map(|sub| {
+            let (group, version, kind) = match sub {
+                Subresource::Scale => ("autoscaling", "v1", "Scale".to_string()),
+                Subresource::Status => ("", "", r.def.kind.clone()),
+            };
+            SubresourceInfo {
+                name: sub.as_str(),
+                group,
+                version,
+                kind,
+                verbs: verb_names(r, Some(sub)),
+            }
+        })
+        .collect()
 }
 
 /// The storage version hash kube-apiserver publishes: the first 8 bytes of the SHA-256 of
@@ -155,7 +154,7 @@ fn by_group(state: &ApiState) -> BTreeMap<String, GroupVersions> {
             let mut versions: GroupVersions = versions
                 .into_iter()
                 .map(|(v, mut rs)| {
-                    rs.sort_by(|a, b| a.def.plural.cmp(b.def.plural));
+                    rs.sort_by(|a, b| a.def.plural.cmp(&b.def.plural));
                     (v, rs)
                 })
                 .collect();
@@ -180,9 +179,9 @@ fn legacy_entries(r: &ApiResource) -> Vec<Value> {
     let mut main = json!({
         "name": r.def.plural,
         "singularName": r.def.singular,
-        "namespaced": r.def.namespaced,
+        "namespaced": r.namespaced(),
         "kind": r.def.kind,
-        "verbs": r.verbs(),
+        "verbs": verb_names(r, None),
     });
     if !r.def.short_names.is_empty() {
         main["shortNames"] = json!(r.def.short_names);
@@ -190,14 +189,17 @@ fn legacy_entries(r: &ApiResource) -> Vec<Value> {
     if !r.def.categories.is_empty() {
         main["categories"] = json!(r.def.categories);
     }
-    main["storageVersionHash"] =
-        json!(storage_version_hash(r.def.group, r.def.version, r.def.kind));
+    main["storageVersionHash"] = json!(storage_version_hash(
+        &r.def.group,
+        &r.def.version,
+        &r.def.kind
+    ));
     let mut out = vec![main];
     for s in subresources(r) {
         let mut e = Map::new();
         e.insert("name".into(), json!(format!("{}/{}", r.def.plural, s.name)));
         e.insert("singularName".into(), json!(""));
-        e.insert("namespaced".into(), json!(r.def.namespaced));
+        e.insert("namespaced".into(), json!(r.namespaced()));
         if !s.group.is_empty() {
             e.insert("group".into(), json!(s.group));
         }
@@ -350,9 +352,9 @@ fn aggregated_resource(r: &ApiResource) -> Value {
     let mut e = json!({
         "resource": r.def.plural,
         "responseKind": { "group": "", "version": "", "kind": r.def.kind },
-        "scope": if r.def.namespaced { "Namespaced" } else { "Cluster" },
+        "scope": if r.namespaced() { "Namespaced" } else { "Cluster" },
         "singularResource": r.def.singular,
-        "verbs": r.verbs(),
+        "verbs": verb_names(r, None),
     });
     if !r.def.short_names.is_empty() {
         e["shortNames"] = json!(r.def.short_names);

@@ -2,22 +2,26 @@
 //!
 //! 1. panic recovery — a bug in any later stage becomes a 500 Status, never a dropped
 //!    connection or a dead worker;
-//! 2. request logging (the seat of audit) — sees every request, including rejected ones;
+//! 2. request info — what the request addresses, parsed once, for every stage below;
+//! 3. request logging (the seat of audit) — sees every request, including rejected ones;
 //!    inside it, framework errors (oversized bodies, ...) are turned into `Status`;
-//! 3. authentication, impersonation, max-in-flight and authorization come next, in that
+//! 4. authentication, impersonation, max-in-flight and authorization come next, in that
 //!    order (identity before policy, limits before work); they are not built yet;
-//! 4. admission runs inside the handlers, after decoding.
+//! 5. admission runs inside the handlers, after decoding.
 //!
 //! [`crate::server::run`] applies them in this order in one place.
 
 use std::panic::AssertUnwindSafe;
+use std::rc::Rc;
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
+use actix_web::HttpMessage;
 use futures_util::FutureExt;
 
 use crate::api::ApiError;
+use crate::endpoints::request_info::RequestInfo;
 
 /// Turns a panic anywhere below into a 500 InternalError Status.
 pub async fn recover_panics(
@@ -32,6 +36,19 @@ pub async fn recover_panics(
             Err(ApiError::internal("the server panicked while handling the request").into())
         }
     }
+}
+
+/// Parses what the request addresses once ([`RequestInfo`]) and attaches it, so every
+/// later stage (logging and audit, authorization, the resource link) reads the same.
+pub async fn request_info(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let info = RequestInfo::parse(req.method().as_str(), req.path(), req.query_string());
+    req.extensions_mut().insert(Rc::new(info));
+    next.call(req)
+        .await
+        .map(ServiceResponse::map_into_boxed_body)
 }
 
 /// Logs method, path, status and latency of every request.

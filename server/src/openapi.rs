@@ -1,5 +1,6 @@
-//! OpenAPI, served from the documents codegen checked in (`generated::OPENAPI_V3`,
-//! `generated::OPENAPI_V2`):
+//! OpenAPI, built from the live catalog by codegen's emitter (the same function that
+//! writes the checked-in `generated/openapi/` documents, so for the compiled-in catalog
+//! the two are equal), rebuilt when the catalog changes and cached until it does:
 //!
 //! - `/openapi/v3`: the index, one `serverRelativeURL` per group-version, each carrying the
 //!   document's hash (`?hash=`).
@@ -13,31 +14,34 @@
 //! `If-None-Match` with `304 Not Modified`. Only JSON is produced: a request whose `Accept`
 //! admits no JSON (the protobuf encodings) gets `406`.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock, RwLock};
 
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
+use bytes::Bytes;
 use serde_json::json;
 use sha2::{Digest, Sha512};
 
 use crate::api::ApiError;
+use crate::catalog::Catalog;
 
 /// One served document.
 pub struct Document {
     /// `api/v1` or `apis/<group>/<version>` (v3), `v2` for the Swagger document.
-    pub path: &'static str,
-    /// The JSON text, as codegen wrote it.
-    pub body: &'static str,
+    pub path: String,
+    /// The JSON text.
+    pub body: Bytes,
     /// Upper-case hex SHA-512 of the body, used in `?hash=` URLs and as the ETag.
     pub hash: String,
 }
 
 impl Document {
-    fn new(path: &'static str, body: &'static str) -> Self {
+    fn new(path: &str, doc: &serde_json::Value) -> Self {
+        let body = Bytes::from(codegen::emit::json_text(doc));
         Document {
-            path,
+            path: path.to_string(),
+            hash: hex::encode_upper(Sha512::digest(&body)),
             body,
-            hash: hex::encode_upper(Sha512::digest(body.as_bytes())),
         }
     }
 
@@ -52,27 +56,65 @@ impl Document {
     }
 }
 
-/// Every OpenAPI v3 document the server serves.
-pub struct OpenApiV3 {
-    /// One document per group-version, in the generated order.
-    pub documents: Vec<Document>,
+/// Every document of one catalog generation.
+pub struct Documents {
+    generation: u64,
+    /// One OpenAPI v3 document per group-version, sorted by path.
+    pub v3: Vec<Document>,
+    /// The Swagger 2.0 document.
+    pub v2: Document,
+    /// The v2 document in gnostic's protobuf form and its ETag, made on first request.
+    v2_protobuf: OnceLock<(Bytes, String)>,
 }
 
-impl OpenApiV3 {
-    /// Hashes the generated documents once, at start-up.
-    pub fn new(docs: &'static [(&'static str, &'static str)]) -> Self {
-        let documents = docs
-            .iter()
-            .map(|(path, body)| Document::new(path, body))
-            .collect();
-        OpenApiV3 { documents }
+impl Documents {
+    fn build(catalog: &Catalog) -> Documents {
+        // Read the generation first: a change racing this build makes the next request
+        // build again rather than leaving stale documents cached.
+        let generation = catalog.generation();
+        let defs: Vec<codegen::model::ResourceDef> =
+            catalog.all().iter().map(|r| r.def.clone()).collect();
+        let docs = codegen::openapi_documents(&defs);
+        Documents {
+            generation,
+            v3: docs
+                .v3
+                .iter()
+                .map(|(path, doc)| Document::new(path, doc))
+                .collect(),
+            v2: Document::new("v2", &docs.v2),
+            v2_protobuf: OnceLock::new(),
+        }
     }
 }
 
-/// The Swagger 2.0 document (`/openapi/v2`), hashed on first use.
-pub fn v2_document() -> &'static Document {
-    static V2: OnceLock<Document> = OnceLock::new();
-    V2.get_or_init(|| Document::new("v2", crate::generated::OPENAPI_V2))
+/// The OpenAPI documents of the live catalog.
+pub struct OpenApi {
+    catalog: Arc<Catalog>,
+    current: RwLock<Arc<Documents>>,
+}
+
+impl OpenApi {
+    /// Builds the documents of `catalog` now.
+    pub fn new(catalog: Arc<Catalog>) -> Self {
+        let current = RwLock::new(Arc::new(Documents::build(&catalog)));
+        OpenApi { catalog, current }
+    }
+
+    /// The documents of the catalog as it is now (rebuilt if it changed since).
+    pub fn documents(&self) -> Arc<Documents> {
+        let cached = self
+            .current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if cached.generation == self.catalog.generation() {
+            return cached;
+        }
+        let fresh = Arc::new(Documents::build(&self.catalog));
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = fresh.clone();
+        fresh
+    }
 }
 
 /// Mounts `/openapi/v2`, `/openapi/v3` and `/openapi/v3/{path}`.
@@ -127,12 +169,13 @@ fn not_acceptable(req: &HttpRequest) -> ApiError {
     ApiError::not_acceptable(accept)
 }
 
-async fn index(req: HttpRequest, spec: web::Data<OpenApiV3>) -> Result<HttpResponse, ApiError> {
+async fn index(req: HttpRequest, spec: web::Data<OpenApi>) -> Result<HttpResponse, ApiError> {
     if !accepts_json(&req) {
         return Err(not_acceptable(&req));
     }
-    let paths: serde_json::Map<String, serde_json::Value> = spec
-        .documents
+    let docs = spec.documents();
+    let paths: serde_json::Map<String, serde_json::Value> = docs
+        .v3
         .iter()
         .map(|d| {
             (
@@ -150,12 +193,13 @@ async fn index(req: HttpRequest, spec: web::Data<OpenApiV3>) -> Result<HttpRespo
 async fn document(
     req: HttpRequest,
     path: web::Path<String>,
-    spec: web::Data<OpenApiV3>,
+    spec: web::Data<OpenApi>,
 ) -> Result<HttpResponse, ApiError> {
     let path = path.into_inner();
     let path = path.trim_end_matches('/');
-    let doc = spec
-        .documents
+    let docs = spec.documents();
+    let doc = docs
+        .v3
         .iter()
         .find(|d| d.path == path)
         .ok_or_else(|| ApiError::path_not_found(req.path()))?;
@@ -175,14 +219,15 @@ async fn document(
     }
 }
 
-async fn swagger(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+async fn swagger(req: HttpRequest, spec: web::Data<OpenApi>) -> Result<HttpResponse, ApiError> {
+    let docs = spec.documents();
     if accepts_v2_protobuf(&req) {
-        return Ok(serve_v2_protobuf(&req));
+        return Ok(serve_v2_protobuf(&req, &docs));
     }
     if !accepts_json(&req) {
         return Err(not_acceptable(&req));
     }
-    Ok(serve(&req, v2_document(), false))
+    Ok(serve(&req, &docs.v2, false))
 }
 
 /// The media type kubectl asks for when it validates on the client.
@@ -201,11 +246,10 @@ fn accepts_v2_protobuf(req: &HttpRequest) -> bool {
     })
 }
 
-fn serve_v2_protobuf(req: &HttpRequest) -> HttpResponse {
-    static PB: OnceLock<(Vec<u8>, String)> = OnceLock::new();
-    let (body, etag) = PB.get_or_init(|| {
-        let doc: serde_json::Value = serde_json::from_str(v2_document().body).unwrap_or_default();
-        let body = crate::openapi_v2_pb::encode(&doc);
+fn serve_v2_protobuf(req: &HttpRequest, docs: &Documents) -> HttpResponse {
+    let (body, etag) = docs.v2_protobuf.get_or_init(|| {
+        let doc: serde_json::Value = serde_json::from_slice(&docs.v2.body).unwrap_or_default();
+        let body = Bytes::from(crate::openapi_v2_pb::encode(&doc));
         let etag = format!("\"{}\"", hex::encode_upper(Sha512::digest(&body)));
         (body, etag)
     });
@@ -249,5 +293,39 @@ fn serve(req: &HttpRequest, doc: &Document, hashed: bool) -> HttpResponse {
     if if_none_match(req, &doc.etag()) {
         return builder.finish();
     }
-    builder.content_type("application/json").body(doc.body)
+    builder
+        .content_type("application/json")
+        .body(doc.body.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The server's documents for the compiled-in catalog are the ones codegen checked in
+    /// (which `cargo run -p codegen -- --check` keeps current).
+    #[test]
+    fn documents_built_from_the_catalog_equal_the_checked_in_ones() {
+        let catalog = Arc::new(
+            Catalog::from_definitions(crate::generated::CATALOG).expect("the catalog loads"),
+        );
+        let docs = OpenApi::new(catalog).documents();
+        let parse = |body: &[u8]| -> serde_json::Value {
+            serde_json::from_slice(body).expect("documents are JSON")
+        };
+        let built: Vec<(&str, serde_json::Value)> = docs
+            .v3
+            .iter()
+            .map(|d| (d.path.as_str(), parse(&d.body)))
+            .collect();
+        let checked_in: Vec<(&str, serde_json::Value)> = crate::generated::OPENAPI_V3
+            .iter()
+            .map(|(path, body)| (*path, parse(body.as_bytes())))
+            .collect();
+        assert_eq!(built, checked_in);
+        assert_eq!(
+            parse(&docs.v2.body),
+            parse(crate::generated::OPENAPI_V2.as_bytes())
+        );
+    }
 }

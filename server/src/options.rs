@@ -91,6 +91,13 @@ pub struct ServerRunOptions {
         action = clap::ArgAction::Set
     )]
     pub watch_cache: bool,
+
+    /// A directory of YAML resource definitions (the `api-defs/` format) to serve without
+    /// codegen or a restart: files added, changed or removed there are registered,
+    /// re-registered or unregistered within a second. Not a kube-apiserver flag; for
+    /// trying a definition out (kinds that need typed Rust go through codegen).
+    #[arg(long = "definitions-dir", value_name = "DIR")]
+    pub definitions_dir: Option<PathBuf>,
 }
 
 impl ServerRunOptions {

@@ -214,7 +214,7 @@ pub struct TestServer {
     stderr: Arc<Mutex<String>>,
     /// The etcd this server stores into; dropped (killed) after the server is stopped.
     etcd: Option<Etcd>,
-    /// Storage flags, repeated by [`TestServer::restart`].
+    /// Storage and extra flags, repeated by [`TestServer::restart`].
     storage_args: Vec<String>,
 }
 
@@ -243,7 +243,22 @@ impl TestServer {
             Backend::Embedded => None,
             Backend::Etcd => Some(Etcd::start()),
         };
-        Self::launch(DataDir::Owned(dir), etcd)
+        Self::launch(DataDir::Owned(dir), etcd, &[])
+    }
+
+    /// Starts a server as [`TestServer::start`] does, with extra flags (kept across
+    /// restarts).
+    ///
+    /// # Panics
+    ///
+    /// As [`TestServer::start`].
+    pub fn start_with_flags(flags: &[&str]) -> TestServer {
+        let dir = TempDir::with_prefix("apiserver-test-").expect("creating a temporary dir");
+        let etcd = match Backend::from_env() {
+            Backend::Embedded => None,
+            Backend::Etcd => Some(Etcd::start()),
+        };
+        Self::launch(DataDir::Owned(dir), etcd, flags)
     }
 
     /// Starts a server on etcd whatever `APISERVER_TEST_STORAGE` says.
@@ -264,16 +279,21 @@ impl TestServer {
     ///
     /// As [`TestServer::start`].
     pub fn start_in(data_dir: impl AsRef<Path>) -> TestServer {
-        Self::launch(DataDir::Borrowed(data_dir.as_ref().to_path_buf()), None)
+        Self::launch(
+            DataDir::Borrowed(data_dir.as_ref().to_path_buf()),
+            None,
+            &[],
+        )
     }
 
-    fn launch(data_dir: DataDir, etcd: Option<Etcd>) -> TestServer {
+    fn launch(data_dir: DataDir, etcd: Option<Etcd>, flags: &[&str]) -> TestServer {
         let bin = server_binary();
         let scratch = TempDir::with_prefix("apiserver-test-scratch-").expect("creating a temp dir");
-        let storage_args = match &etcd {
+        let mut storage_args = match &etcd {
             Some(e) => vec![format!("--etcd-servers={}", e.endpoint())],
             None => Vec::new(),
         };
+        storage_args.extend(flags.iter().map(|f| f.to_string()));
         let mut last_failure = String::new();
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port();

@@ -179,7 +179,7 @@ fn readme_add_a_resource_walkthrough() {
         text(&stale)
     );
     assert!(
-        text(&stale).contains("stale: server/src/generated/catalog.rs"),
+        text(&stale).contains("stale: server/src/generated/catalog.json"),
         "{}",
         text(&stale)
     );
@@ -201,9 +201,9 @@ fn readme_add_a_resource_walkthrough() {
         "--check after regenerating:\n{}",
         text(&check)
     );
-    let catalog = fs::read_to_string(repo.join("server/src/generated/catalog.rs")).unwrap();
+    let catalog = fs::read_to_string(repo.join("server/src/generated/catalog.json")).unwrap();
     assert!(
-        catalog.contains("kind: \"Gizmo\""),
+        catalog.contains("\"kind\": \"Gizmo\""),
         "the catalog has the new kind"
     );
 

@@ -1638,45 +1638,77 @@ fn kubectl_patch_json_merge_and_strategic() {
     let b = s.kubectl_ok(&["get", "cm", "c", "-o", "jsonpath={.data.b}"]);
     assert_eq!(b, "2");
 
-    // Strategic merge on a keyed list (Widget spec.ports, list-type map keyed by port)
-    // merges by key; a merge patch replaces the list.
+    // Strategic merge is for built-in kinds: on a custom kind it is 415, as kube-apiserver
+    // answers for custom resources.
     let w = s.write_file(
         "w.yaml",
         "apiVersion: example.dev/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  color: red\n  ports:\n  - {port: 80, name: http}\n  - {port: 443, name: https}\n",
     );
     s.kubectl_ok(&["create", "-f", w.to_str().unwrap()]);
-    s.kubectl_ok(&[
+    let err = s.kubectl_err(&[
         "patch",
         "wd",
         "w",
         "--type=strategic",
         "-p",
-        r#"{"spec":{"ports":[{"port":8080,"name":"alt"},{"port":80,"name":"web"}]}}"#,
+        r#"{"spec":{"color":"blue"}}"#,
     ]);
-    let ports = s.kubectl_ok(&["get", "wd", "w", "-o", "jsonpath={.spec.ports}"]);
-    let mut ports: Vec<Value> = serde_json::from_str(&ports).unwrap();
-    ports.sort_by_key(|p| p["port"].as_i64());
-    assert_eq!(
-        ports,
-        [
-            json!({"port": 80, "name": "web"}),
-            json!({"port": 443, "name": "https"}),
-            json!({"port": 8080, "name": "alt"})
-        ],
-        "strategic merge merges spec.ports by port"
+    // kubectl words the 415 itself, quoting the server's list of accepted types.
+    assert!(
+        err.contains("application/strategic-merge-patch+json is not supported by example.dev/v1, Kind=Widget")
+            && err.contains("accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"),
+        "{err}"
     );
-    s.kubectl_ok(&[
-        "patch",
-        "wd",
-        "w",
-        "--type=strategic",
-        "-p",
-        r#"{"spec":{"ports":[{"port":443,"$patch":"delete"}]}}"#,
-    ]);
-    let ports = s.kubectl_ok(&["get", "wd", "w", "-o", "jsonpath={.spec.ports[*].port}"]);
-    let mut ports: Vec<&str> = ports.split_whitespace().collect();
-    ports.sort_unstable();
-    assert_eq!(ports, ["80", "8080"], "$patch: delete removes one item");
+    let color = s.kubectl_ok(&["get", "wd", "w", "-o", "jsonpath={.spec.color}"]);
+    assert_eq!(color, "red", "the refused patch changed nothing");
+
+    // On a built-in kind's keyed list (Namespace status.conditions, list-type map keyed
+    // by type) strategic merge merges by key, and `$patch: delete` removes one item.
+    s.kubectl_ok(&["create", "namespace", "smp"]);
+    let conditions = |patch_type: &str, patch: &str| {
+        s.kubectl_ok(&[
+            "patch",
+            "ns",
+            "smp",
+            "--subresource=status",
+            &format!("--type={patch_type}"),
+            "-p",
+            patch,
+        ]);
+        let out = s.kubectl_ok(&["get", "ns", "smp", "-o", "jsonpath={.status.conditions}"]);
+        let mut conditions: Vec<Value> = serde_json::from_str(&out).unwrap();
+        conditions.sort_by(|a, b| a["type"].as_str().cmp(&b["type"].as_str()));
+        conditions
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}={}",
+                    c["type"].as_str().unwrap(),
+                    c["status"].as_str().unwrap()
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    conditions(
+        "merge",
+        r#"{"status":{"conditions":[{"type":"A","status":"True"},{"type":"B","status":"True"}]}}"#,
+    );
+    assert_eq!(
+        conditions(
+            "strategic",
+            r#"{"status":{"conditions":[{"type":"C","status":"True"},{"type":"A","status":"False"}]}}"#,
+        ),
+        ["A=False", "B=True", "C=True"],
+        "strategic merge merges status.conditions by type"
+    );
+    assert_eq!(
+        conditions(
+            "strategic",
+            r#"{"status":{"conditions":[{"type":"B","$patch":"delete"}]}}"#,
+        ),
+        ["A=False", "C=True"],
+        "$patch: delete removes one item"
+    );
     s.kubectl_ok(&[
         "patch",
         "wd",

@@ -14,6 +14,7 @@ use quote::quote;
 use serde_json::{json, Map, Value};
 
 use super::{meta, schema_name};
+use crate::endpoints::{endpoints, PathKind, Subresource, Verb};
 use crate::model::{ResourceDef, Scope};
 use crate::names::upper_camel;
 
@@ -51,7 +52,9 @@ pub fn emit(defs: &[ResourceDef], sources: &str) -> Vec<(String, Value)> {
 pub fn emit_mod_items() -> TokenStream {
     let file = format!("openapi/{V2_FILE}");
     quote! {
-        /// The OpenAPI v2 (Swagger 2.0) document of every group-version.
+        /// The OpenAPI v2 (Swagger 2.0) document of every group-version, which the server's
+        /// own must equal.
+        #[cfg(test)]
         pub static OPENAPI_V2: &str = include_str!(#file);
     }
 }
@@ -102,10 +105,10 @@ fn gvk(d: &ResourceDef, kind: &str) -> Value {
     json!({ "group": d.group, "version": d.version, "kind": kind })
 }
 
-/// Whether the kind is a built-in one (it carries upstream's protobuf field numbers):
-/// those accept strategic merge patches, so their schemas publish patch strategies.
+/// Whether the kind is a built-in one: those accept strategic merge patches, so their
+/// schemas publish patch strategies.
 fn is_builtin(d: &ResourceDef) -> bool {
-    d.has_protobuf()
+    d.builtin
 }
 
 fn kind_schema(d: &ResourceDef) -> Value {
@@ -476,324 +479,212 @@ fn operation(d: &ResourceDef, op: Op) -> Value {
     o
 }
 
-/// Every path the generated route table serves for `d`, with its operations.
+/// Every path of `d` (the endpoints table), with its operations.
 fn paths_of(d: &ResourceDef, item: &str) -> Vec<(String, Value)> {
-    let prefix = d.url_prefix();
     let namespaced = d.scope == Scope::Namespaced;
-    let builtin = is_builtin(d);
-    let list = schema_name(&d.group, &d.version, &d.list_kind);
-    // What DELETE of one object answers: core kinds a Status, others the deleted object.
-    let deleted = if d.group.is_empty() { STATUS } else { item };
-    let base = if namespaced {
-        format!("{prefix}/namespaces/{{namespace}}/{}", d.plural)
-    } else {
-        format!("{prefix}/{}", d.plural)
-    };
-    let mut out = Vec::new();
-
-    let mut coll = Map::new();
-    coll.insert(
-        "get".into(),
-        operation(
-            d,
-            Op {
-                description: "list or watch objects of kind",
-                action: "list",
-                id: operation_id("list", d, "", false),
-                params: LIST,
-                request: None,
-                responses: responses(&["200"], &list, true),
-                gvk: None,
-            },
-        ),
-    );
-    coll.insert(
-        "post".into(),
-        operation(
-            d,
-            Op {
-                description: "create a",
-                action: "post",
-                id: operation_id("create", d, "", false),
-                params: WRITE,
-                request: Some(body(item, true)),
-                responses: responses(&["200", "201", "202"], item, false),
-                gvk: None,
-            },
-        ),
-    );
-    coll.insert(
-        "delete".into(),
-        operation(
-            d,
-            Op {
-                description: "delete collection of",
-                action: "deletecollection",
-                id: operation_id("deletecollection", d, "", false),
-                params: DELETE_COLLECTION,
-                request: Some(body(DELETE_OPTIONS, false)),
-                responses: responses(&["200"], STATUS, false),
-                gvk: None,
-            },
-        ),
-    );
-    coll.insert("parameters".into(), path_params(namespaced, false));
-    out.push((base.clone(), Value::Object(coll)));
-
-    let mut one = Map::new();
-    one.insert(
-        "get".into(),
-        operation(
-            d,
-            Op {
-                description: "read the specified",
-                action: "get",
-                id: operation_id("read", d, "", false),
-                params: &[],
-                request: None,
-                responses: responses(&["200"], item, false),
-                gvk: None,
-            },
-        ),
-    );
-    one.insert(
-        "put".into(),
-        operation(
-            d,
-            Op {
-                description: "replace the specified",
-                action: "put",
-                id: operation_id("replace", d, "", false),
-                params: WRITE,
-                request: Some(body(item, true)),
-                responses: responses(&["200", "201"], item, false),
-                gvk: None,
-            },
-        ),
-    );
-    one.insert(
-        "delete".into(),
-        operation(
-            d,
-            Op {
-                description: "delete a",
-                action: "delete",
-                id: operation_id("delete", d, "", false),
-                params: DELETE,
-                request: Some(body(DELETE_OPTIONS, false)),
-                responses: responses(&["200", "202"], deleted, false),
-                gvk: None,
-            },
-        ),
-    );
-    one.insert(
-        "patch".into(),
-        operation(
-            d,
-            Op {
-                description: "partially update the specified",
-                action: "patch",
-                id: operation_id("patch", d, "", false),
-                params: PATCHING,
-                request: Some(patch_body(builtin)),
-                responses: responses(&["200", "201"], item, false),
-                gvk: None,
-            },
-        ),
-    );
-    one.insert("parameters".into(), path_params(namespaced, true));
-    out.push((format!("{base}/{{name}}"), Value::Object(one)));
-
-    if d.subresources.status {
-        let mut st = Map::new();
-        st.insert(
-            "get".into(),
-            operation(
-                d,
-                Op {
-                    description: "read status of the specified",
-                    action: "get",
-                    id: operation_id("read", d, "Status", false),
-                    params: &[],
-                    request: None,
-                    responses: responses(&["200"], item, false),
-                    gvk: None,
-                },
-            ),
-        );
-        st.insert(
-            "put".into(),
-            operation(
-                d,
-                Op {
-                    description: "replace status of the specified",
-                    action: "put",
-                    id: operation_id("replace", d, "Status", false),
-                    params: WRITE,
-                    request: Some(body(item, true)),
-                    responses: responses(&["200", "201"], item, false),
-                    gvk: None,
-                },
-            ),
-        );
-        st.insert(
-            "patch".into(),
-            operation(
-                d,
-                Op {
-                    description: "partially update status of the specified",
-                    action: "patch",
-                    id: operation_id("patch", d, "Status", false),
-                    params: PATCHING,
-                    request: Some(patch_body(builtin)),
-                    responses: responses(&["200", "201"], item, false),
-                    gvk: None,
-                },
-            ),
-        );
-        st.insert("parameters".into(), path_params(namespaced, true));
-        out.push((format!("{base}/{{name}}/status"), Value::Object(st)));
-    }
-
-    if d.subresources.scale.is_some() {
-        let scale_gvk =
-            || Some(json!({ "group": "autoscaling", "version": "v1", "kind": "Scale" }));
-        let mut sc = Map::new();
-        sc.insert(
-            "get".into(),
-            operation(
-                d,
-                Op {
-                    description: "read scale of the specified",
-                    action: "get",
-                    id: operation_id("read", d, "Scale", false),
-                    params: &[],
-                    request: None,
-                    responses: responses(&["200"], SCALE, false),
-                    gvk: scale_gvk(),
-                },
-            ),
-        );
-        sc.insert(
-            "put".into(),
-            operation(
-                d,
-                Op {
-                    description: "replace scale of the specified",
-                    action: "put",
-                    id: operation_id("replace", d, "Scale", false),
-                    params: WRITE,
-                    request: Some(body(SCALE, true)),
-                    responses: responses(&["200", "201"], SCALE, false),
-                    gvk: scale_gvk(),
-                },
-            ),
-        );
-        sc.insert(
-            "patch".into(),
-            operation(
-                d,
-                Op {
-                    description: "partially update scale of the specified",
-                    action: "patch",
-                    id: operation_id("patch", d, "Scale", false),
-                    params: PATCHING,
-                    request: Some(patch_body(builtin)),
-                    responses: responses(&["200", "201"], SCALE, false),
-                    gvk: scale_gvk(),
-                },
-            ),
-        );
-        sc.insert("parameters".into(), path_params(namespaced, true));
-        out.push((format!("{base}/{{name}}/scale"), Value::Object(sc)));
-    }
-
-    // The deprecated `/watch/` paths: a collection, one object, and (namespaced kinds)
-    // every namespace.
-    let watch_base = if namespaced {
-        format!("{prefix}/watch/namespaces/{{namespace}}/{}", d.plural)
-    } else {
-        format!("{prefix}/watch/{}", d.plural)
-    };
-    let mut watches = vec![
-        (
-            watch_base.clone(),
-            "watchlist",
-            operation_id("watch", d, "List", false),
-            namespaced,
-            false,
-        ),
-        (
-            format!("{watch_base}/{{name}}"),
-            "watch",
-            operation_id("watch", d, "", false),
-            namespaced,
-            true,
-        ),
-    ];
-    if namespaced {
-        watches.push((
-            format!("{prefix}/watch/{}", d.plural),
-            "watchlist",
-            operation_id("watch", d, "List", true),
-            false,
-            false,
-        ));
-    }
-    for (path, action, id, in_namespace, named) in watches {
-        let description = if named {
-            "watch changes to an object of kind"
-        } else {
-            "watch individual changes to a list of"
-        };
-        let mut w = Map::new();
-        let mut get = operation(
-            d,
-            Op {
-                description,
-                action,
-                id,
-                params: &[],
-                request: None,
-                responses: responses(&["200"], WATCH_EVENT, true),
-                gvk: None,
-            },
-        );
-        get["description"] = json!(format!(
-            "{}. deprecated: use the 'watch' parameter with a list operation instead{}.",
-            get["description"].as_str().unwrap_or_default(),
-            if named {
-                ", filtered to a single item with the 'fieldSelector' parameter"
-            } else {
-                ""
+    endpoints(d)
+        .into_iter()
+        .map(|e| {
+            let mut path = Map::new();
+            for o in &e.operations {
+                let mut op = operation(d, path_op(d, item, e.kind, o.verb));
+                if let Some(note) = deprecation(e.kind) {
+                    op["description"] = json!(format!(
+                        "{}. deprecated: use the 'watch' parameter with a list operation instead{note}.",
+                        op["description"].as_str().unwrap_or_default()
+                    ));
+                }
+                path.insert(o.method.into(), op);
             }
-        ));
-        w.insert("get".into(), get);
-        w.insert("parameters".into(), watch_path_params(in_namespace, named));
-        out.push((path, Value::Object(w)));
-    }
+            let params = match e.kind {
+                PathKind::Collection => path_params(namespaced, false),
+                PathKind::AllNamespaces => path_params(false, false),
+                PathKind::Object | PathKind::Subresource(_) => path_params(namespaced, true),
+                PathKind::WatchCollection => watch_path_params(namespaced, false),
+                PathKind::WatchObject => watch_path_params(namespaced, true),
+                PathKind::WatchAllNamespaces => watch_path_params(false, false),
+            };
+            path.insert("parameters".into(), params);
+            (e.path, Value::Object(path))
+        })
+        .collect()
+}
 
-    if namespaced {
-        let mut all = Map::new();
-        all.insert(
-            "get".into(),
-            operation(
-                d,
-                Op {
-                    description: "list or watch objects of kind",
-                    action: "list",
-                    id: operation_id("list", d, "", true),
-                    params: LIST,
-                    request: None,
-                    responses: responses(&["200"], &list, true),
-                    gvk: None,
-                },
-            ),
-        );
-        all.insert("parameters".into(), path_params(false, false));
-        out.push((format!("{prefix}/{}", d.plural), Value::Object(all)));
+/// What the description of a deprecated `/watch/` path adds after "instead".
+fn deprecation(kind: PathKind) -> Option<&'static str> {
+    match kind {
+        PathKind::WatchObject => {
+            Some(", filtered to a single item with the 'fieldSelector' parameter")
+        }
+        PathKind::WatchCollection | PathKind::WatchAllNamespaces => Some(""),
+        _ => None,
     }
-    out
+}
+
+/// The operation of `verb` on a path of `kind`.
+fn path_op<'a>(d: &ResourceDef, item: &'a str, kind: PathKind, verb: Verb) -> Op<'a> {
+    let list = schema_name(&d.group, &d.version, &d.list_kind);
+    let builtin = is_builtin(d);
+    // What DELETE of one object answers: built-in kinds a Status, others the object.
+    let deleted = if builtin { STATUS } else { item };
+    let plain = |description, action, id, params, request, responses| Op {
+        description,
+        action,
+        id,
+        params,
+        request,
+        responses,
+        gvk: None,
+    };
+    let watch = |named: bool, all_namespaces: bool| {
+        let (description, action, suffix) = if named {
+            ("watch changes to an object of kind", "watch", "")
+        } else {
+            ("watch individual changes to a list of", "watchlist", "List")
+        };
+        plain(
+            description,
+            action,
+            operation_id("watch", d, suffix, all_namespaces),
+            &[][..],
+            None,
+            responses(&["200"], WATCH_EVENT, true),
+        )
+    };
+    match (kind, verb) {
+        (PathKind::Collection | PathKind::AllNamespaces, _) if verb == Verb::List => plain(
+            "list or watch objects of kind",
+            "list",
+            operation_id("list", d, "", kind == PathKind::AllNamespaces),
+            LIST,
+            None,
+            responses(&["200"], &list, true),
+        ),
+        (_, Verb::Create) => plain(
+            "create a",
+            "post",
+            operation_id("create", d, "", false),
+            WRITE,
+            Some(body(item, true)),
+            responses(&["200", "201", "202"], item, false),
+        ),
+        (_, Verb::DeleteCollection) => plain(
+            "delete collection of",
+            "deletecollection",
+            operation_id("deletecollection", d, "", false),
+            DELETE_COLLECTION,
+            Some(body(DELETE_OPTIONS, false)),
+            responses(&["200"], STATUS, false),
+        ),
+        (_, Verb::Delete) => plain(
+            "delete a",
+            "delete",
+            operation_id("delete", d, "", false),
+            DELETE,
+            Some(body(DELETE_OPTIONS, false)),
+            responses(&["200", "202"], deleted, false),
+        ),
+        (PathKind::WatchObject, _) => watch(true, false),
+        (PathKind::WatchCollection, _) => watch(false, false),
+        (PathKind::WatchAllNamespaces, _) => watch(false, true),
+        (PathKind::Subresource(sub), _) => subresource_op(d, item, sub, verb),
+        (_, Verb::Get) => plain(
+            "read the specified",
+            "get",
+            operation_id("read", d, "", false),
+            &[],
+            None,
+            responses(&["200"], item, false),
+        ),
+        (_, Verb::Update) => plain(
+            "replace the specified",
+            "put",
+            operation_id("replace", d, "", false),
+            WRITE,
+            Some(body(item, true)),
+            responses(&["200", "201"], item, false),
+        ),
+        (_, _) => plain(
+            "partially update the specified",
+            "patch",
+            operation_id("patch", d, "", false),
+            PATCHING,
+            Some(patch_body(builtin)),
+            responses(&["200", "201"], item, false),
+        ),
+    }
+}
+
+/// The get, update and patch operations of `/status` and `/scale`.
+fn subresource_op<'a>(d: &ResourceDef, item: &'a str, sub: Subresource, verb: Verb) -> Op<'a> {
+    let (schema, suffix, gvk) = match sub {
+        Subresource::Status => (item, "Status", None),
+        Subresource::Scale => (
+            SCALE,
+            "Scale",
+            Some(json!({ "group": "autoscaling", "version": "v1", "kind": "Scale" })),
+        ),
+    };
+    let (description, action, id_verb, params, request, codes): (_, _, _, &[&str], _, &[&str]) =
+        match (sub, verb) {
+            (Subresource::Status, Verb::Get) => (
+                "read status of the specified",
+                "get",
+                "read",
+                &[],
+                None,
+                &["200"],
+            ),
+            (Subresource::Scale, Verb::Get) => (
+                "read scale of the specified",
+                "get",
+                "read",
+                &[],
+                None,
+                &["200"],
+            ),
+            (Subresource::Status, Verb::Update) => (
+                "replace status of the specified",
+                "put",
+                "replace",
+                WRITE,
+                Some(body(schema, true)),
+                &["200", "201"],
+            ),
+            (Subresource::Scale, Verb::Update) => (
+                "replace scale of the specified",
+                "put",
+                "replace",
+                WRITE,
+                Some(body(schema, true)),
+                &["200", "201"],
+            ),
+            (Subresource::Status, _) => (
+                "partially update status of the specified",
+                "patch",
+                "patch",
+                PATCHING,
+                Some(patch_body(is_builtin(d))),
+                &["200", "201"],
+            ),
+            (Subresource::Scale, _) => (
+                "partially update scale of the specified",
+                "patch",
+                "patch",
+                PATCHING,
+                Some(patch_body(is_builtin(d))),
+                &["200", "201"],
+            ),
+        };
+    Op {
+        description,
+        action,
+        id: operation_id(id_verb, d, suffix, false),
+        params,
+        request,
+        responses: responses(codes, schema, false),
+        gvk,
+    }
 }
 
 // ---------------------------------------------------------------------------------------

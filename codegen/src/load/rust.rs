@@ -89,6 +89,9 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Vec<ResourceDef>
             },
             printer_columns: attrs.printer_columns,
             selectable_fields: attrs.selectable_fields,
+            // Rust definitions declare custom kinds.
+            builtin: false,
+            strategy: None,
         });
     }
     out

@@ -24,6 +24,8 @@ const TOP_KEYS: &[&str] = &[
     "subresources",
     "additionalPrinterColumns",
     "selectableFields",
+    "builtin",
+    "strategy",
 ];
 const SCHEMA_KEYS: &[&str] = &[
     "type",
@@ -108,6 +110,20 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
     let plural = optional_str("plural", diags);
     let singular = optional_str("singular", diags);
     let list_kind = optional_str("listKind", diags);
+    let strategy = optional_str("strategy", diags);
+    let builtin = match map.get_node("builtin") {
+        None => false,
+        Some(n) => match n.as_scalar().and_then(|b| b.as_bool()) {
+            Some(b) => b,
+            None => {
+                diags.push(
+                    Diagnostic::new(cx.loc(n.span()), "`builtin` must be true or false")
+                        .with_help("write `builtin: true` for a Kubernetes built-in kind"),
+                );
+                false
+            }
+        },
+    };
     let scope = match map.get_node("scope") {
         None => {
             diags.push(
@@ -196,6 +212,8 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
         subresources,
         printer_columns,
         selectable_fields,
+        builtin,
+        strategy,
     })
 }
 

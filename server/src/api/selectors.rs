@@ -297,7 +297,11 @@ impl FieldSelector {
     /// dot) a resource can be filtered on besides `metadata.name` and `metadata.namespace`.
     /// Core kinds with fields of their own word an unknown field as kube-apiserver's
     /// per-kind conversions do (`core_kind`).
-    pub fn parse(s: &str, selectable: &[&str], core_kind: bool) -> Result<Self, String> {
+    pub fn parse<S: AsRef<str>>(
+        s: &str,
+        selectable: &[S],
+        core_kind: bool,
+    ) -> Result<Self, String> {
         let mut terms = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (field, negate, value) = if let Some((f, v)) = part.split_once("!=") {
@@ -314,14 +318,14 @@ impl FieldSelector {
             let field = field.trim();
             if field != "metadata.name"
                 && field != "metadata.namespace"
-                && !selectable.contains(&field)
+                && !selectable.iter().any(|f| f.as_ref() == field)
             {
                 if core_kind && !selectable.is_empty() {
                     return Err(format!("field label not supported: {field}"));
                 }
                 let known: Vec<String> = ["metadata.name", "metadata.namespace"]
-                    .iter()
-                    .chain(selectable.iter())
+                    .into_iter()
+                    .chain(selectable.iter().map(AsRef::as_ref))
                     .map(|f| format!("{f:?}"))
                     .collect();
                 return Err(format!(
@@ -425,21 +429,23 @@ mod tests {
     #[test]
     fn field_selectors() {
         let obj = serde_json::json!({"metadata": {"name": "a", "namespace": "ns"}, "spec": {"color": "red"}});
-        assert!(FieldSelector::parse("metadata.name=a", &[], false)
+        assert!(FieldSelector::parse::<&str>("metadata.name=a", &[], false)
             .unwrap()
             .matches(&obj));
-        assert!(!FieldSelector::parse("metadata.name!=a", &[], false)
-            .unwrap()
-            .matches(&obj));
+        assert!(
+            !FieldSelector::parse::<&str>("metadata.name!=a", &[], false)
+                .unwrap()
+                .matches(&obj)
+        );
         assert!(
             FieldSelector::parse("spec.color==red", &["spec.color"], false)
                 .unwrap()
                 .matches(&obj)
         );
         assert_eq!(
-            FieldSelector::parse("spec.color=red", &[], false).unwrap_err(),
+            FieldSelector::parse::<&str>("spec.color=red", &[], false).unwrap_err(),
             "\"spec.color\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
         );
-        assert!(FieldSelector::parse("nonsense", &[], false).is_err());
+        assert!(FieldSelector::parse::<&str>("nonsense", &[], false).is_err());
     }
 }

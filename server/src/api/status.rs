@@ -193,6 +193,12 @@ impl ApiError {
 
     /// 422 Invalid with field causes; message as kube-apiserver words it.
     pub fn invalid(res: &ApiResource, name: &str, causes: Vec<StatusCause>) -> Self {
+        Self::invalid_kind(&res.def.group, &res.def.kind, name, causes)
+    }
+
+    /// 422 Invalid for an object of `group`/`kind` (a subresource's own kind, such as
+    /// `autoscaling` `Scale`).
+    pub fn invalid_kind(group: &str, kind: &str, name: &str, causes: Vec<StatusCause>) -> Self {
         let list: Vec<String> = causes
             .iter()
             .map(|c| format!("{}: {}", c.field, c.message))
@@ -202,13 +208,13 @@ impl ApiError {
         } else {
             format!("[{}]", list.join(", "))
         };
-        let mut details = json!({ "name": name, "kind": res.def.kind, "causes": causes });
+        let mut details = json!({ "name": name, "kind": kind, "causes": causes });
         // The qualified GroupKind, as kube-apiserver names it: `Widget.example.dev`.
-        let kind = if res.def.group.is_empty() {
-            res.def.kind.to_string()
+        let kind = if group.is_empty() {
+            kind.to_string()
         } else {
-            details["group"] = json!(res.def.group);
-            format!("{}.{}", res.def.kind, res.def.group)
+            details["group"] = json!(group);
+            format!("{kind}.{group}")
         };
         ApiError {
             details: Some(details),
@@ -248,6 +254,21 @@ impl ApiError {
     /// 415 UnsupportedMediaType.
     pub fn unsupported_media_type(content_type: &str) -> Self {
         Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {content_type:?})"))
+    }
+
+    /// 415 for a PATCH whose body type the resource does not take, listing what it does
+    /// (strategic merge only for built-in kinds), as kube-apiserver words it.
+    pub fn unsupported_patch_type(strategic: bool) -> Self {
+        let accepted = if strategic {
+            "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+        } else {
+            "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+        };
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!("the body of the request was in an unknown format - accepted media types include: {accepted}"),
+        )
     }
 
     /// 406 NotAcceptable.

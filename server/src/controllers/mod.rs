@@ -1,3 +1,4 @@
 //! In-process controllers that a control plane needs to keep its API promises.
 
+pub mod definitions;
 pub mod namespace;

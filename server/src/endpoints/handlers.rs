@@ -1,8 +1,6 @@
-//! One generic handler per verb. Each resolves the resource from the route's
-//! [`ResourceRoute`], parses options, calls the store, and renders the result; errors
+//! One generic handler per verb. Each takes the catalog entry from its
+//! [`RequestScope`], parses options, calls the store, and renders the result; errors
 //! leave as `Status` through [`ApiError`].
-
-use std::sync::Arc;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
@@ -16,7 +14,7 @@ use super::negotiation::{
 };
 use super::scale::{apply_scale, to_scale};
 use super::table::{table, table_from_stored, IncludeObject};
-use super::{ApiState, ResourceRoute};
+use super::{ApiState, RequestScope};
 use crate::api::selectors::{FieldSelector, LabelSelector};
 use crate::api::status::success;
 use crate::api::{ApiError, StatusCause};
@@ -26,6 +24,7 @@ use crate::registry::managed_fields::manager_name;
 use crate::registry::schema::prune;
 use crate::registry::store::{ListOptions, ObjectList, ReadAt, Target, WriteContext};
 use crate::registry::strategic_merge;
+use codegen::endpoints::Subresource;
 
 type Reply = Result<HttpResponse, ApiError>;
 
@@ -36,7 +35,6 @@ struct ReadOptions {
     limit: Option<usize>,
     #[serde(rename = "continue")]
     continue_token: Option<String>,
-    watch: Option<String>,
     label_selector: Option<String>,
     field_selector: Option<String>,
     include_object: Option<String>,
@@ -84,28 +82,6 @@ fn query<T: for<'de> Deserialize<'de> + Default>(req: &HttpRequest) -> Result<T,
         .map_err(|e| ApiError::bad_request(format!("invalid query parameters: {e}")))
 }
 
-fn resource(
-    req: &HttpRequest,
-    state: &ApiState,
-) -> Result<(Arc<ApiResource>, ResourceRoute), ApiError> {
-    let route = *req
-        .app_data::<ResourceRoute>()
-        .ok_or_else(|| ApiError::internal("route without resource"))?;
-    let res = state
-        .catalog
-        .get(route.group, route.version, route.plural)
-        .ok_or_else(|| ApiError::path_not_found(req.path()))?;
-    Ok((res, route))
-}
-
-fn namespace(req: &HttpRequest) -> Option<String> {
-    req.match_info().get("namespace").map(str::to_string)
-}
-
-fn name(req: &HttpRequest) -> String {
-    req.match_info().get("name").unwrap_or_default().to_string()
-}
-
 fn dry_run(v: &Option<String>, options: &str) -> Result<bool, ApiError> {
     match v.as_deref() {
         None | Some("") => Ok(false),
@@ -140,13 +116,6 @@ fn write_context(
         manager: manager_name(manager, ua),
         apply: false,
     })
-}
-
-fn target(route: &ResourceRoute) -> Target {
-    match route.subresource {
-        Some("status") => Target::Status,
-        _ => Target::Main,
-    }
 }
 
 /// Applies `fieldValidation` to unknown fields: Strict rejects, Warn (default) warns,
@@ -303,8 +272,8 @@ fn list_options(res: &ApiResource, opts: &ReadOptions) -> Result<ListOptions, Ap
         .map_err(ApiError::bad_request)?;
     let fields = FieldSelector::parse(
         opts.field_selector.as_deref().unwrap_or_default(),
-        res.def.selectable_fields,
-        res.def.group.is_empty(),
+        &res.selectable_fields,
+        res.builtin(),
     )
     .map_err(ApiError::bad_request)?;
     Ok(ListOptions {
@@ -331,37 +300,35 @@ fn read_at(opts: &ReadOptions) -> ReadAt {
     }
 }
 
-fn is_watch(opts: &ReadOptions) -> bool {
-    matches!(opts.watch.as_deref(), Some("true" | "1"))
-}
-
 /// GET on a collection: a List, or a Table.
-pub async fn list(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
-    let (res, _) = resource(&req, &state)?;
+pub async fn list(req: HttpRequest, state: web::Data<ApiState>, scope: RequestScope) -> Reply {
     let opts: ReadOptions = query(&req)?;
-    serve_list(req, state, res, opts).await
+    serve_list(req, state, &scope, opts).await
 }
 
 async fn serve_list(
     req: HttpRequest,
     state: web::Data<ApiState>,
-    res: Arc<ApiResource>,
+    scope: &RequestScope,
     opts: ReadOptions,
 ) -> Reply {
-    if !is_watch(&opts) {
+    let res = scope.resource.clone();
+    // `?watch=true` on a list path, or a `/watch/` path.
+    let watching = scope.verb == codegen::endpoints::Verb::Watch;
+    if !watching {
         check_read_version(&state, &opts, true).await?;
     }
     let list_opts = list_options(&res, &opts)?;
     let repr = representation(&req)?;
     if repr == Representation::Json
-        && !is_watch(&opts)
+        && !watching
         && list_opts.labels.is_empty()
         && list_opts.fields.is_empty()
         && !wants_pretty(&req)
     {
-        return list_from_bytes(&req, &state, &res, &list_opts).await;
+        return list_from_bytes(&req, &state, scope, &list_opts).await;
     }
-    if is_watch(&opts) {
+    if watching {
         let send_initial_events = flag(&opts.send_initial_events, "sendInitialEvents")?;
         if send_initial_events && opts.resource_version_match.as_deref() != Some("NotOlderThan") {
             return Err(ApiError::invalid_options(
@@ -373,7 +340,7 @@ async fn serve_list(
             ));
         }
         let w = super::watch::WatchRequest {
-            namespace: namespace(&req),
+            namespace: scope.namespace().map(str::to_string),
             list: list_opts,
             resource_version: opts.resource_version.clone(),
             timeout_seconds: opts.timeout_seconds,
@@ -391,7 +358,7 @@ async fn serve_list(
             IncludeObject::parse(opts.include_object.as_deref()).map_err(ApiError::bad_request)?;
         let page = state
             .store
-            .list_stored(&res, namespace(&req).as_deref(), &list_opts)
+            .list_stored(&res, scope.namespace(), &list_opts)
             .await?;
         let body = table_from_stored(&res, &page.items, &list_metadata(&page), include)
             .map_err(ApiError::internal)?;
@@ -399,7 +366,7 @@ async fn serve_list(
     }
     let page = state
         .store
-        .list(&res, namespace(&req).as_deref(), &list_opts)
+        .list(&res, scope.namespace(), &list_opts)
         .await?;
     let list_meta = list_metadata(&page);
     if repr == Representation::Table {
@@ -438,13 +405,11 @@ fn list_metadata<T>(page: &ObjectList<T>) -> Value {
 async fn list_from_bytes(
     req: &HttpRequest,
     state: &ApiState,
-    res: &ApiResource,
+    scope: &RequestScope,
     opts: &ListOptions,
 ) -> Reply {
-    let page = state
-        .store
-        .list_json(res, namespace(req).as_deref(), opts)
-        .await?;
+    let res = &scope.resource;
+    let page = state.store.list_json(res, scope.namespace(), opts).await?;
     let list_meta = list_metadata(&page);
     let head = json!({ "kind": res.def.list_kind, "apiVersion": res.api_version(), "metadata": list_meta });
     let head = serde_json::to_vec(&head).unwrap_or_default();
@@ -463,31 +428,26 @@ async fn list_from_bytes(
 }
 
 /// GET on one object (or its status).
-pub async fn get(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
-    let (res, route) = resource(&req, &state)?;
+pub async fn get(req: HttpRequest, state: web::Data<ApiState>, scope: RequestScope) -> Reply {
+    let res = scope.resource.clone();
     let opts: ReadOptions = query(&req)?;
     let repr = representation(&req)?;
     check_read_version(&state, &opts, false).await?;
-    if repr == Representation::Json && route.subresource != Some("scale") && !wants_pretty(&req) {
+    if repr == Representation::Json
+        && scope.subresource != Some(Subresource::Scale)
+        && !wants_pretty(&req)
+    {
         // Plain JSON: the stored bytes with resourceVersion spliced in, no decoding.
         let at = read_at(&opts);
-        let ns = namespace(&req);
-        let body = state
-            .store
-            .get_json_at(&res, ns.as_deref(), &name(&req), at)
-            .await?;
+        let ns = scope.namespace();
+        let body = state.store.get_json_at(&res, ns, scope.name(), at).await?;
         return Ok(respond_bytes(&req, 200, "application/json", body.to_vec()));
     }
     let obj = state
         .store
-        .get_at(
-            &res,
-            namespace(&req).as_deref(),
-            &name(&req),
-            read_at(&opts),
-        )
+        .get_at(&res, scope.namespace(), scope.name(), read_at(&opts))
         .await?;
-    if route.subresource == Some("scale") {
+    if scope.subresource == Some(Subresource::Scale) {
         return Ok(respond(&req, 200, &to_scale(&res, &obj)?, write_repr(repr)));
     }
     if repr == Representation::PartialMetadata {
@@ -508,13 +468,18 @@ pub async fn get(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
 }
 
 /// POST on a collection.
-pub async fn create(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -> Reply {
-    let (res, _) = resource(&req, &state)?;
+pub async fn create(
+    req: HttpRequest,
+    body: Bytes,
+    state: web::Data<ApiState>,
+    scope: RequestScope,
+) -> Reply {
+    let res = scope.resource.clone();
     let opts: WriteOptions = query(&req)?;
     let repr = write_representation(&req)?;
     let mut obj = decode_body(&req, &body, &res)?;
-    let ns = namespace(&req);
-    check_body_namespace(ns.as_deref(), &obj)?;
+    let ns = scope.namespace();
+    check_body_namespace(ns, &obj)?;
     let warnings = field_validation(
         &res,
         &mut obj,
@@ -524,12 +489,7 @@ pub async fn create(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
     )?;
     let created = state
         .store
-        .create(
-            &res,
-            ns.as_deref(),
-            obj,
-            &write_context(&req, &opts, "CreateOptions")?,
-        )
+        .create(&res, ns, obj, &write_context(&req, &opts, "CreateOptions")?)
         .await?;
     Ok(with_warnings(
         respond_object(&req, 201, &created, repr, &res),
@@ -538,12 +498,17 @@ pub async fn create(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
 }
 
 /// PUT on one object (or its status).
-pub async fn update(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -> Reply {
-    let (res, route) = resource(&req, &state)?;
+pub async fn update(
+    req: HttpRequest,
+    body: Bytes,
+    state: web::Data<ApiState>,
+    scope: RequestScope,
+) -> Reply {
+    let res = scope.resource.clone();
     let opts: WriteOptions = query(&req)?;
     let repr = write_representation(&req)?;
-    let ns = namespace(&req);
-    if route.subresource == Some("scale") {
+    let ns = scope.namespace();
+    if scope.subresource == Some(Subresource::Scale) {
         let scale: Value = serde_json::from_slice(&body).map_err(|e| {
             ApiError::bad_request(format!(
                 "the object provided is unrecognized (must be of type Scale): {e}"
@@ -553,8 +518,8 @@ pub async fn update(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
             .store
             .patch(
                 &res,
-                ns.as_deref(),
-                &name(&req),
+                ns,
+                scope.name(),
                 Target::Main,
                 &write_context(&req, &opts, "UpdateOptions")?,
                 |old| apply_scale(&res, old, &scale),
@@ -563,7 +528,7 @@ pub async fn update(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
         return Ok(respond(&req, 200, &to_scale(&res, &updated)?, repr));
     }
     let mut obj = decode_body(&req, &body, &res)?;
-    check_body_namespace(ns.as_deref(), &obj)?;
+    check_body_namespace(ns, &obj)?;
     let warnings = field_validation(
         &res,
         &mut obj,
@@ -575,10 +540,10 @@ pub async fn update(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
         .store
         .update(
             &res,
-            ns.as_deref(),
-            &name(&req),
+            ns,
+            scope.name(),
             obj,
-            target(&route),
+            scope.target(),
             &write_context(&req, &opts, "UpdateOptions")?,
         )
         .await?;
@@ -590,13 +555,18 @@ pub async fn update(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
 
 /// PATCH on one object: JSON patch, merge patch, strategic merge patch (treated as a
 /// merge patch until list merge strategies land).
-pub async fn patch(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -> Reply {
-    let (res, route) = resource(&req, &state)?;
+pub async fn patch(
+    req: HttpRequest,
+    body: Bytes,
+    state: web::Data<ApiState>,
+    scope: RequestScope,
+) -> Reply {
+    let res = scope.resource.clone();
     let opts: WriteOptions = query(&req)?;
     let repr = write_representation(&req)?;
     let content_type = super::negotiation::content_type(&req);
     if content_type == "application/apply-patch+yaml" {
-        return apply_patch(req, body, state, res, route, opts, repr).await;
+        return apply_patch(req, body, state, &scope, opts, repr).await;
     }
     if opts.force.is_some() {
         return Err(ApiError::invalid_options(
@@ -609,38 +579,49 @@ pub async fn patch(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) ->
         Merge(Value),
         Strategic(Value),
     }
+    // Strategic merge needs Go types' patch strategies: kube-apiserver offers it for
+    // built-in kinds only, and so do we.
+    let strategic_ok = res.builtin();
     let patch = match content_type.as_str() {
-        "application/json-patch+json" => Kind::Json(
-            serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("the body of the request is not a valid JSON patch: {e}")))?,
-        ),
+        "application/strategic-merge-patch+json" if !strategic_ok => {
+            return Err(ApiError::unsupported_patch_type(false))
+        }
+        "application/json-patch+json" => {
+            Kind::Json(serde_json::from_slice(&body).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "the body of the request is not a valid JSON patch: {e}"
+                ))
+            })?)
+        }
         "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
             let strategic = content_type == "application/strategic-merge-patch+json";
-            let v: Value = serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("the body of the request is not valid JSON: {e}")))?;
+            let v: Value = serde_json::from_slice(&body).map_err(|e| {
+                ApiError::bad_request(format!("the body of the request is not valid JSON: {e}"))
+            })?;
             if !v.is_object() {
                 return Err(ApiError::bad_request("a merge patch must be a JSON object"));
             }
-            if strategic { Kind::Strategic(v) } else { Kind::Merge(v) }
+            if strategic {
+                Kind::Strategic(v)
+            } else {
+                Kind::Merge(v)
+            }
         }
-        other => {
-            return Err(ApiError {
-                message: format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {other:?})"),
-                ..ApiError::unsupported_media_type(other)
-            })
-        }
+        _ => return Err(ApiError::unsupported_patch_type(strategic_ok)),
     };
-    let ns = namespace(&req);
+    let ns = scope.namespace();
     let warnings = std::sync::Mutex::new(Vec::new());
     let mode = opts.field_validation.clone();
     let patched = state
         .store
         .patch(
             &res,
-            ns.as_deref(),
-            &name(&req),
-            target(&route),
+            ns,
+            scope.name(),
+            scope.target(),
             &write_context(&req, &opts, "PatchOptions")?,
             |old| {
-                let scale = route.subresource == Some("scale");
+                let scale = scope.subresource == Some(Subresource::Scale);
                 let mut new = if scale {
                     to_scale(&res, old)?
                 } else {
@@ -677,7 +658,7 @@ pub async fn patch(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) ->
         )
         .await?;
     let warnings = warnings.into_inner().unwrap_or_default();
-    let patched = if route.subresource == Some("scale") {
+    let patched = if scope.subresource == Some(Subresource::Scale) {
         to_scale(&res, &patched)?
     } else {
         patched
@@ -695,11 +676,11 @@ async fn apply_patch(
     req: HttpRequest,
     body: Bytes,
     state: web::Data<ApiState>,
-    res: Arc<ApiResource>,
-    route: ResourceRoute,
+    scope: &RequestScope,
     opts: WriteOptions,
     repr: Representation,
 ) -> Reply {
+    let res = scope.resource.clone();
     let manager = opts
         .field_manager
         .as_deref()
@@ -713,11 +694,12 @@ async fn apply_patch(
     let force = flag(&opts.force, "force")?;
     let mut ctx = write_context(&req, &opts, "PatchOptions")?;
     ctx.apply = true;
-    let subresource = match route.subresource {
-        Some("status") => Some("status"),
+    let subresource = match scope.subresource {
+        Some(Subresource::Status) => Some("status"),
         Some(other) => {
             return Err(ApiError::bad_request(format!(
-                "server-side apply is not supported on the {other} subresource"
+                "server-side apply is not supported on the {} subresource",
+                other.as_str()
             )))
         }
         None => None,
@@ -744,7 +726,7 @@ async fn apply_patch(
         }
     }
     super::negotiation::check_type_meta(&intent, &res)?;
-    let name = name(&req);
+    let name = scope.name().to_string();
     match intent["metadata"]["name"].as_str() {
         Some(n) if n == name => {}
         Some(n) => {
@@ -758,8 +740,8 @@ async fn apply_patch(
             ))
         }
     }
-    let ns = namespace(&req);
-    check_body_namespace(ns.as_deref(), &intent)?;
+    let ns = scope.namespace();
+    check_body_namespace(ns, &intent)?;
     let warnings = field_validation(
         &res,
         &mut intent,
@@ -780,7 +762,7 @@ async fn apply_patch(
     };
 
     for _ in 0..2 {
-        let existing = match state.store.get(&res, ns.as_deref(), &name).await {
+        let existing = match state.store.get(&res, ns, &name).await {
             Ok(obj) => Some(obj),
             Err(e) if e.code == 404 => None,
             Err(e) => return Err(e),
@@ -790,7 +772,7 @@ async fn apply_patch(
                 return Err(ApiError::not_found(&res, &name));
             }
             let obj = apply::apply(None, &intent, &res, manager, force, None, &now)?;
-            match state.store.create(&res, ns.as_deref(), obj, &ctx).await {
+            match state.store.create(&res, ns, obj, &ctx).await {
                 Ok(created) => {
                     return Ok(with_warnings(
                         respond_object(&req, 201, &created, repr, &res),
@@ -804,7 +786,7 @@ async fn apply_patch(
         };
         let updated = state
             .store
-            .patch(&res, ns.as_deref(), &name, target, &ctx, |old| {
+            .patch(&res, ns, &name, target, &ctx, |old| {
                 if let Some(rv) = &precondition {
                     if old["metadata"]["resourceVersion"].as_str() != Some(rv.as_str()) {
                         return Err(ApiError::conflict(&res, &name));
@@ -826,8 +808,13 @@ async fn apply_patch(
 
 /// DELETE on one object. Returns a Success Status for core kinds and the deleted object
 /// for the others, as kube-apiserver does.
-pub async fn delete(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -> Reply {
-    let (res, _) = resource(&req, &state)?;
+pub async fn delete(
+    req: HttpRequest,
+    body: Bytes,
+    state: web::Data<ApiState>,
+    scope: RequestScope,
+) -> Reply {
+    let res = scope.resource.clone();
     let opts: DeleteQuery = query(&req)?;
     let repr = write_representation(&req)?;
     let options: Value = if body.is_empty() {
@@ -859,14 +846,12 @@ pub async fn delete(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
     }
     let uid = options["preconditions"]["uid"].as_str();
     let rv = options["preconditions"]["resourceVersion"].as_str();
-    let ns = namespace(&req);
-    let name = name(&req);
-    let deletion = state
-        .store
-        .delete(&res, ns.as_deref(), &name, dry, uid, rv)
-        .await?;
-    if deletion.deleted && res.def.group.is_empty() {
-        // kube-apiserver answers core kinds with a Success Status, others with the object.
+    let ns = scope.namespace();
+    let name = scope.name().to_string();
+    let deletion = state.store.delete(&res, ns, &name, dry, uid, rv).await?;
+    if deletion.deleted && res.builtin() {
+        // kube-apiserver answers built-in kinds with a Success Status, custom ones with
+        // the object.
         let mut details = json!({ "name": name, "kind": res.def.plural });
         if let Some(uid) = deletion.object["metadata"]["uid"].as_str() {
             details["uid"] = json!(uid);
@@ -880,8 +865,12 @@ pub async fn delete(req: HttpRequest, body: Bytes, state: web::Data<ApiState>) -
 const DELETE_COLLECTION_WORKERS: usize = 32;
 
 /// DELETE on a collection: deletes every listed object; returns them as a List.
-pub async fn delete_collection(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
-    let (res, _) = resource(&req, &state)?;
+pub async fn delete_collection(
+    req: HttpRequest,
+    state: web::Data<ApiState>,
+    scope: RequestScope,
+) -> Reply {
+    let res = scope.resource.clone();
     let opts: ReadOptions = query(&req)?;
     let mut list_opts = list_options(&res, &opts)?;
     list_opts.limit = 0;
@@ -889,15 +878,13 @@ pub async fn delete_collection(req: HttpRequest, state: web::Data<ApiState>) -> 
     let dq: DeleteQuery = query(&req)?;
     let dry = dry_run(&dq.dry_run, "DeleteOptions")?;
     let repr = write_representation(&req)?;
-    let ns = namespace(&req);
-    let page = state.store.list(&res, ns.as_deref(), &list_opts).await?;
+    let ns = scope.namespace();
+    let page = state.store.list(&res, ns, &list_opts).await?;
     // Several deletes in flight (kube-apiserver's --delete-collection-workers), so the
     // embedded store commits them together; answers keep the list's order.
     let deletes = page.items.iter().map(|obj| {
         let name = obj["metadata"]["name"].as_str().unwrap_or_default();
-        state
-            .store
-            .delete(&res, ns.as_deref(), name, dry, None, None)
+        state.store.delete(&res, ns, name, dry, None, None)
     });
     let results: Vec<_> = futures_util::stream::iter(deletes)
         .buffered(DELETE_COLLECTION_WORKERS)
@@ -913,11 +900,6 @@ pub async fn delete_collection(req: HttpRequest, state: web::Data<ApiState>) -> 
     }
     let body = json!({ "kind": res.def.list_kind, "apiVersion": res.api_version(), "metadata": { "resourceVersion": page.resource_version }, "items": deleted });
     Ok(respond_object(&req, 200, &body, repr, &res))
-}
-
-/// Any method a path does not serve.
-pub async fn method_not_allowed() -> Reply {
-    Err(ApiError::method_not_allowed())
 }
 
 /// Writes answer JSON or YAML; a Table request falls back to JSON.
@@ -936,16 +918,35 @@ fn write_repr(r: Representation) -> Representation {
 
 /// GET on a `/watch/` path (deprecated form of `?watch=true`); a trailing name watches
 /// one object.
-pub async fn watch(req: HttpRequest, state: web::Data<ApiState>) -> Reply {
-    let (res, _) = resource(&req, &state)?;
+pub async fn watch(req: HttpRequest, state: web::Data<ApiState>, scope: RequestScope) -> Reply {
     let mut opts: ReadOptions = query(&req)?;
-    if let Some(name) = req.match_info().get("name") {
+    if let Some(name) = scope.info.name.as_deref() {
         let by_name = format!("metadata.name={name}");
         opts.field_selector = Some(match opts.field_selector.take().filter(|f| !f.is_empty()) {
             Some(f) => format!("{f},{by_name}"),
             None => by_name,
         });
     }
-    opts.watch = Some("true".into());
-    serve_list(req, state, res, opts).await
+    serve_list(req, state, &scope, opts).await
+}
+
+/// Runs a resolved resource request through the handler of its verb.
+pub async fn serve(
+    req: HttpRequest,
+    body: Bytes,
+    state: web::Data<ApiState>,
+    scope: RequestScope,
+) -> Reply {
+    use codegen::endpoints::Verb;
+    match scope.verb {
+        Verb::Get => get(req, state, scope).await,
+        Verb::List => list(req, state, scope).await,
+        Verb::Watch if scope.info.legacy_watch => watch(req, state, scope).await,
+        Verb::Watch => list(req, state, scope).await,
+        Verb::Create => create(req, body, state, scope).await,
+        Verb::Update => update(req, body, state, scope).await,
+        Verb::Patch => patch(req, body, state, scope).await,
+        Verb::Delete => delete(req, body, state, scope).await,
+        Verb::DeleteCollection => delete_collection(req, state, scope).await,
+    }
 }

@@ -76,7 +76,10 @@ pub fn with_type_meta(value: Value, res: &ApiResource) -> Value {
     };
     let mut out = serde_json::Map::new();
     out.insert("kind".into(), Value::String(res.def.kind.to_string()));
-    out.insert("apiVersion".into(), Value::String(res.api_version()));
+    out.insert(
+        "apiVersion".into(),
+        Value::String(res.api_version().to_string()),
+    );
     rest.remove("kind");
     rest.remove("apiVersion");
     out.insert(
@@ -149,9 +152,13 @@ pub fn check_type_meta(obj: &Value, res: &ApiResource) -> Result<(), ApiError> {
         || (!api_version.is_empty() && api_version != expected)
     {
         let (shown_kind, shown_version) = (
-            if kind.is_empty() { res.def.kind } else { kind },
+            if kind.is_empty() {
+                res.def.kind.as_str()
+            } else {
+                kind
+            },
             if api_version.is_empty() {
-                expected.as_str()
+                expected
             } else {
                 api_version
             },

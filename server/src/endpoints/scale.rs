@@ -9,7 +9,7 @@ use crate::catalog::ApiResource;
 
 /// The object's Scale.
 pub fn to_scale(res: &ApiResource, obj: &Value) -> Result<Value, ApiError> {
-    let Some(scale) = &res.def.scale else {
+    let Some(scale) = &res.def.subresources.scale else {
         return Err(ApiError::internal("resource has no scale subresource"));
     };
     let meta = &obj["metadata"];
@@ -25,12 +25,13 @@ pub fn to_scale(res: &ApiResource, obj: &Value) -> Result<Value, ApiError> {
             m[f] = v.clone();
         }
     }
-    let replicas = json_path(obj, scale.spec_replicas_path)
+    let replicas = json_path(obj, &scale.spec_replicas_path)
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    let mut status = json!({ "replicas": json_path(obj, scale.status_replicas_path).and_then(Value::as_i64).unwrap_or(0) });
+    let mut status = json!({ "replicas": json_path(obj, &scale.status_replicas_path).and_then(Value::as_i64).unwrap_or(0) });
     if let Some(sel) = scale
         .label_selector_path
+        .as_deref()
         .and_then(|p| json_path(obj, p))
         .and_then(Value::as_str)
     {
@@ -43,7 +44,7 @@ pub fn to_scale(res: &ApiResource, obj: &Value) -> Result<Value, ApiError> {
 
 /// Writes `scale.spec.replicas` into a copy of `obj` at the definition's replicas path.
 pub fn apply_scale(res: &ApiResource, obj: &Value, scale: &Value) -> Result<Value, ApiError> {
-    let Some(def) = &res.def.scale else {
+    let Some(def) = &res.def.subresources.scale else {
         return Err(ApiError::internal("resource has no scale subresource"));
     };
     let name = obj["metadata"]["name"].as_str().unwrap_or_default();
@@ -59,22 +60,17 @@ pub fn apply_scale(res: &ApiResource, obj: &Value, scale: &Value) -> Result<Valu
             .as_i64()
             .filter(|n| *n >= 0 && *n <= i64::from(i32::MAX))
             .ok_or_else(|| {
-                let scale_res = ApiResource {
-                    def: res.def,
-                    schema: Value::Null,
-                    protobuf: false,
-                };
-                let mut e = ApiError::invalid(
-                    &scale_res,
+                // As upstream words it: the object is the Scale, not the resource.
+                ApiError::invalid_kind(
+                    "autoscaling",
+                    "Scale",
                     name,
                     vec![StatusCause::invalid(
                         "spec.replicas",
                         &v.to_string(),
                         "must be greater than or equal to 0",
                     )],
-                );
-                e.message = e.message.replacen(res.def.kind, "Scale", 1);
-                e
+                )
             })?,
     };
     let mut out = obj.clone();

@@ -5,7 +5,6 @@ use serde_json::{json, Value};
 
 use crate::api::meta::human_age;
 use crate::catalog::ApiResource;
-use crate::registry::strategy::strategy_for;
 use crate::storage::KeyValue;
 
 /// What each row carries besides its cells (`includeObject`).
@@ -33,16 +32,16 @@ fn column_definitions(res: &ApiResource) -> Vec<Value> {
     let mut columns = vec![
         json!({ "name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0 }),
     ];
-    for c in res.def.printer_columns {
+    for c in &res.def.printer_columns {
         columns.push(json!({
             "name": c.name,
             "type": c.type_,
-            "format": c.format.unwrap_or(""),
-            "description": c.description.unwrap_or(""),
+            "format": c.format.as_deref().unwrap_or(""),
+            "description": c.description.as_deref().unwrap_or(""),
             "priority": c.priority,
         }));
     }
-    for c in strategy_for(res).computed_columns() {
+    for c in res.strategy.computed_columns() {
         columns.push(json!({ "name": c.name, "type": c.type_, "format": "", "description": c.description, "priority": 0 }));
     }
     columns.push(json!({ "name": "Age", "type": "string", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0 }));
@@ -52,10 +51,10 @@ fn column_definitions(res: &ApiResource) -> Vec<Value> {
 /// One row's cells, in [`column_definitions`] order.
 fn cells(res: &ApiResource, obj: &Value) -> Vec<Value> {
     let mut cells = vec![obj["metadata"]["name"].clone()];
-    for c in res.def.printer_columns {
-        cells.push(json_path(obj, c.json_path).cloned().unwrap_or(Value::Null));
+    for c in &res.def.printer_columns {
+        cells.push(json_path(obj, &c.json_path).cloned().unwrap_or(Value::Null));
     }
-    for c in strategy_for(res).computed_columns() {
+    for c in res.strategy.computed_columns() {
         cells.push((c.value)(obj));
     }
     let age = obj["metadata"]["creationTimestamp"]
@@ -178,8 +177,8 @@ pub fn table_from_stored(
 
 /// The top-level fields a Table's cells read besides metadata: the first step of each
 /// printer column's path, and what computed columns declare.
-fn top_level_fields(res: &ApiResource) -> Vec<&'static str> {
-    let mut fields: Vec<&'static str> = res
+fn top_level_fields(res: &ApiResource) -> Vec<&str> {
+    let mut fields: Vec<&str> = res
         .def
         .printer_columns
         .iter()
@@ -189,7 +188,7 @@ fn top_level_fields(res: &ApiResource) -> Vec<&'static str> {
             Some(&path[..end]).filter(|f| !f.is_empty() && *f != "metadata")
         })
         .collect();
-    for c in strategy_for(res).computed_columns() {
+    for c in res.strategy.computed_columns() {
         fields.extend_from_slice(c.fields);
     }
     fields.sort_unstable();
@@ -239,7 +238,8 @@ mod tests {
     /// for a kind with computed columns and one with printer columns.
     #[test]
     fn tables_from_stored_bytes_equal_tables_from_objects() {
-        let catalog = Catalog::from_generated(crate::generated::catalog::RESOURCES);
+        let catalog =
+            Catalog::from_definitions(crate::generated::CATALOG).expect("the catalog loads");
         let managed = json!([{ "manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": { "f:data": { "f:a": {} } } }]);
         let cases = [
             (

@@ -2,16 +2,21 @@
 
 //! Code generated from `api-defs/`. Never edit by hand: change the definitions and
 //! run `cargo run -p codegen`.
-pub mod catalog;
-pub mod routes;
 pub mod types;
 ///Rust definitions from `api-defs/examples/gadget.rs`.
 #[path = "../../../api-defs/examples/gadget.rs"]
 pub mod gadget;
-/// OpenAPI v3 documents by group-version path (`api/v1`, `apis/<group>/<version>`).
+/// Every definition (codegen's model, as JSON), which the server turns into catalog
+/// entries at start-up.
+pub static CATALOG: &str = include_str!("catalog.json");
+/// The OpenAPI v3 documents by group-version path (`api/v1`, `apis/<group>/<version>`),
+/// which the server's own documents must equal.
+#[cfg(test)]
 pub static OPENAPI_V3: &[(&str, &str)] = &[
     ("api/v1", include_str!("openapi/api__v1.json")),
     ("apis/example.dev/v1", include_str!("openapi/apis__example.dev__v1.json")),
 ];
-/// The OpenAPI v2 (Swagger 2.0) document of every group-version.
+/// The OpenAPI v2 (Swagger 2.0) document of every group-version, which the server's
+/// own must equal.
+#[cfg(test)]
 pub static OPENAPI_V2: &str = include_str!("openapi/swagger.json");

@@ -43,7 +43,7 @@ pub fn apply(
     subresource: Option<&str>,
     now: &str,
 ) -> Result<Value, ApiError> {
-    let include_status = subresource == Some("status") || !res.def.status_subresource;
+    let include_status = subresource == Some("status") || !res.def.subresources.status;
     let mut scoped_intent = intent.clone();
     if let Some(m) = scoped_intent.as_object_mut() {
         if subresource == Some("status") {
@@ -73,7 +73,7 @@ pub fn apply(
         let mut obj = scoped_intent;
         let entry = entry_json(
             manager,
-            &res.api_version(),
+            res.api_version(),
             subresource,
             now,
             &applied_paths,
@@ -180,7 +180,7 @@ pub fn apply(
     if !applied_paths.is_empty() {
         entries.push(entry_json(
             manager,
-            &res.api_version(),
+            res.api_version(),
             subresource,
             now,
             &applied_paths,

@@ -8,7 +8,6 @@ use base64::Engine;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::strategy::strategy_for;
 use super::{managed_fields, schema};
 use crate::api::meta::{
     meta_str, metadata_mut, now_rfc3339, validate_name, validate_object_meta, SERVER_SET_FIELDS,
@@ -254,6 +253,25 @@ impl Store {
     /// Starts the resource's watch cache now, so it is loaded before the first request.
     pub fn warm_up(&self, res: &ApiResource) {
         self.cacher(res);
+    }
+
+    /// Follows the catalog: a registered resource's watch cache starts at once, an
+    /// unregistered one's is dropped (its storage watch ends with its last reader).
+    pub fn follow(&self, catalog: &crate::catalog::Catalog) {
+        use crate::catalog::CatalogChange;
+        let store = self.clone();
+        catalog.subscribe(Box::new(move |change| match change {
+            CatalogChange::Registered(res) => store.warm_up(res),
+            CatalogChange::Unregistered(res) => {
+                if let Some(caches) = &store.caches {
+                    let prefix = Self::prefix(res, None);
+                    caches
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&prefix);
+                }
+            }
+        }));
     }
 
     /// The watch cache, once it can serve a read at `at`; `None` sends the read to storage.
@@ -567,7 +585,7 @@ impl Store {
         mut obj: Value,
         ctx: &WriteContext,
     ) -> Result<Value, ApiError> {
-        let strategy = strategy_for(res);
+        let strategy = res.strategy;
         let applied_fields = if ctx.apply {
             obj["metadata"].get("managedFields").cloned()
         } else {
@@ -611,7 +629,7 @@ impl Store {
                 )],
             ));
         }
-        if res.def.status_subresource {
+        if res.def.subresources.status {
             // Status is written only through /status.
             if let Some(m) = obj.as_object_mut() {
                 m.remove("status");
@@ -682,7 +700,7 @@ impl Store {
                 return Err(ApiError::conflict(res, name))
             }
             Some(_) => {}
-            None if !strategy_for(res).allow_unconditional_update() => {
+            None if !res.strategy.allow_unconditional_update() => {
                 return Err(ApiError::invalid(
                     res,
                     name,
@@ -752,7 +770,7 @@ impl Store {
         target: Target,
         ctx: &WriteContext,
     ) -> Result<Value, ApiError> {
-        let strategy = strategy_for(res);
+        let strategy = res.strategy;
         // A uid in the body is a precondition.
         if let Some(uid) = meta_str(&obj, "uid").filter(|u| !u.is_empty()) {
             let actual = meta_str(&old, "uid").unwrap_or_default();
@@ -807,7 +825,7 @@ impl Store {
                 }
             }
             obj = merged;
-        } else if res.def.status_subresource {
+        } else if res.def.subresources.status {
             // With a status subresource, the main endpoint ignores status changes.
             match old.get("status") {
                 Some(s) => obj["status"] = s.clone(),
@@ -934,7 +952,7 @@ impl Store {
                 });
             }
         }
-        let strategy = strategy_for(res);
+        let strategy = res.strategy;
         if has_finalizers(&obj) || strategy.blocks_deletion(&obj) {
             if meta_str(&obj, "deletionTimestamp").is_some() {
                 return Ok(Deletion {
@@ -1029,7 +1047,7 @@ impl Store {
     }
 
     fn validate(&self, res: &ApiResource, obj: &Value, name: &str) -> Result<(), ApiError> {
-        let strategy = strategy_for(res);
+        let strategy = res.strategy;
         let mut causes = validate_name("metadata.name", name, strategy.name_is_label());
         causes.extend(validate_object_meta(obj));
         causes.extend(schema::validate(obj, &res.schema));

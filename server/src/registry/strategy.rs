@@ -5,7 +5,6 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::api::StatusCause;
-use crate::catalog::ApiResource;
 
 /// A Table column computed by code rather than a JSONPath (ConfigMap's and Secret's DATA).
 pub struct ComputedColumn {
@@ -197,20 +196,29 @@ impl Strategy for NamespaceStrategy {
     }
 }
 
-/// The strategy for a resource.
-pub fn strategy_for(res: &ApiResource) -> &'static dyn Strategy {
-    match (res.def.group, res.def.kind) {
-        ("", "Secret") => &SecretStrategy,
-        ("", "ConfigMap") => &ConfigMapStrategy,
-        ("", "Namespace") => &NamespaceStrategy,
-        ("", _) => &PlainCoreStrategy,
-        _ => &DefaultStrategy,
-    }
+/// The hooks a definition names (`strategy:`, one of codegen's `STRATEGIES`), or the
+/// generic ones of built-in or custom kinds.
+pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy, String> {
+    Ok(match name {
+        Some("Secret") => &SecretStrategy,
+        Some("ConfigMap") => &ConfigMapStrategy,
+        Some("Namespace") => &NamespaceStrategy,
+        Some(other) => return Err(format!("the server has no strategy named {other:?}")),
+        None if builtin => &PlainCoreStrategy,
+        None => &DefaultStrategy,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_strategy_codegen_accepts_exists() {
+        for name in codegen::model::STRATEGIES {
+            assert!(named(Some(name), true).is_ok(), "{name}");
+        }
+    }
 
     #[test]
     fn secret_folds_string_data() {

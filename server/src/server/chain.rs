@@ -5,10 +5,14 @@
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
-use actix_web::{web, HttpRequest, HttpResponse};
+use std::rc::Rc;
+
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
+use bytes::Bytes;
 
 use crate::api::ApiError;
-use crate::endpoints::ApiState;
+use crate::endpoints::request_info::RequestInfo;
+use crate::endpoints::{handlers, ApiState, RequestScope};
 
 /// Link 1, the aggregator: proxies groups claimed by an APIService to their backend.
 /// No APIService can be registered yet, so it always delegates.
@@ -21,15 +25,38 @@ pub async fn aggregator(
         .map(ServiceResponse::map_into_boxed_body)
 }
 
-/// Link 3, the APIExtensions server: serves custom resources registered at run time,
-/// then delegates to link 4. Reached for every path the built-in routes do not match.
-pub async fn apiextensions(
+/// Link 2's resource half: every resource path a catalog entry serves, through the
+/// generic handlers; the rest goes on to link 3.
+pub async fn resources(
     req: HttpRequest,
+    body: Bytes,
     state: web::Data<ApiState>,
 ) -> Result<HttpResponse, ApiError> {
-    // CustomResourceDefinitions are not served yet; nothing here claims a path.
+    let info = request_info(&req);
+    match RequestScope::resolve(info, req.method().as_str(), &state.catalog)? {
+        Some(scope) => handlers::serve(req, body, state, scope).await,
+        None => apiextensions(&req, &state),
+    }
+}
+
+/// Link 3, the APIExtensions server: will serve the kinds CustomResourceDefinitions
+/// define (as catalog entries of their own), then delegates to link 4. Entries registered
+/// at run time are served by link 2 already, since every link reads the same catalog.
+fn apiextensions(req: &HttpRequest, state: &ApiState) -> Result<HttpResponse, ApiError> {
     let _ = &state.catalog;
-    not_found(&req)
+    not_found(req)
+}
+
+/// The request info the filter parsed (parsed here when the filter did not run).
+fn request_info(req: &HttpRequest) -> Rc<RequestInfo> {
+    if let Some(info) = req.extensions().get::<Rc<RequestInfo>>() {
+        return info.clone();
+    }
+    Rc::new(RequestInfo::parse(
+        req.method().as_str(),
+        req.path(),
+        req.query_string(),
+    ))
 }
 
 /// Link 4: the end of the chain.

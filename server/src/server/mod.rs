@@ -17,7 +17,7 @@ use serde_json::json;
 use crate::catalog::Catalog;
 use crate::endpoints::negotiation::MAX_BODY_BYTES;
 use crate::endpoints::ApiState;
-use crate::openapi::OpenApiV3;
+use crate::openapi::OpenApi;
 use crate::options::ServerRunOptions;
 use crate::registry::Store;
 use crate::storage::Storage;
@@ -36,8 +36,14 @@ impl ApiState {
 /// Runs the server until it is stopped; the binary's whole `main`.
 pub fn run() -> ExitCode {
     init_tracing();
-    // 1. Resource registration: the generated catalog.
-    let catalog = Arc::new(Catalog::from_generated(generated::catalog::RESOURCES));
+    // 1. Resource registration: the compiled-in definitions become catalog entries.
+    let catalog = match Catalog::from_definitions(generated::CATALOG) {
+        Ok(c) => Arc::new(c),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     // 2. Flags, every problem reported at once.
     let opts = match ServerRunOptions::try_parse() {
         Ok(o) => o,
@@ -82,10 +88,12 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
     // The embedded store, or etcd with --etcd-servers; plus the history compactor.
     let storage: Arc<dyn Storage> = crate::storage::open(&opts.storage_config()).await?;
     let store = Store::new(storage.clone(), opts.watch_cache);
-    // Watch caches load now, on this runtime, rather than on a worker's first request.
+    // Watch caches load now, on this runtime, rather than on a worker's first request;
+    // entries registered later get theirs when they are registered.
     for res in catalog.all() {
         store.warm_up(&res);
     }
+    store.follow(&catalog);
     let cert = tls::serving_cert(
         opts.tls_cert_file.as_deref(),
         opts.tls_private_key_file.as_deref(),
@@ -100,28 +108,32 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
     });
     bootstrap(&state).await?;
     crate::controllers::namespace::spawn(catalog.clone(), state.store.clone());
-    let openapi_v3 = web::Data::new(OpenApiV3::new(generated::OPENAPI_V3));
+    if let Some(dir) = &opts.definitions_dir {
+        crate::controllers::definitions::spawn(catalog.clone(), dir.clone());
+    }
+    let openapi = web::Data::new(OpenApi::new(catalog.clone()));
 
     // 4. The delegation chain inside the request filters.
     let app_state = state.clone();
     let mut server = HttpServer::new(move || {
         App::new()
             .app_data(app_state.clone())
-            .app_data(openapi_v3.clone())
+            .app_data(openapi.clone())
             .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
-            // Link 2: built-in resources (generated routes) and the non-resource paths.
+            // Link 2: the non-resource paths, then every resource the catalog serves;
+            // links 3 (custom resources) and 4 (404) behind it.
             .configure(health::configure)
             .configure(discovery::configure)
             .configure(openapi::configure)
             .configure(docs::configure)
-            .configure(generated::routes::configure)
-            // Links 3 and 4: custom resources, then 404.
-            .default_service(web::to(chain::apiextensions))
+            .default_service(web::to(chain::resources))
             // Link 1: the aggregator sees every request first.
             .wrap(from_fn(chain::aggregator))
-            // Filters, innermost first (see `filters`): logging, then panic recovery outermost.
+            // Filters, innermost first (see `filters`): errors as Status, logging, request
+            // info, then panic recovery outermost.
             .wrap(from_fn(filters::errors_as_status))
             .wrap(from_fn(filters::log_requests))
+            .wrap(from_fn(filters::request_info))
             .wrap(from_fn(filters::recover_panics))
     });
     if opts.workers > 0 {

@@ -1,0 +1,299 @@
+//! The one endpoints table: which paths a resource has, and which verbs each path serves.
+//!
+//! The server routes requests with it, discovery lists its verbs and subresources, and the
+//! OpenAPI emitter writes one operation per entry, so the three cannot disagree.
+
+use crate::model::ResourceDef;
+
+/// A Kubernetes API verb, as authorization and discovery name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Verb {
+    Create,
+    Delete,
+    DeleteCollection,
+    Get,
+    List,
+    Patch,
+    Update,
+    Watch,
+}
+
+impl Verb {
+    /// The verb's wire name (`deletecollection`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Create => "create",
+            Verb::Delete => "delete",
+            Verb::DeleteCollection => "deletecollection",
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Patch => "patch",
+            Verb::Update => "update",
+            Verb::Watch => "watch",
+        }
+    }
+
+    /// The verb named `s`, if it is one.
+    pub fn parse(s: &str) -> Option<Verb> {
+        Some(match s {
+            "create" => Verb::Create,
+            "delete" => Verb::Delete,
+            "deletecollection" => Verb::DeleteCollection,
+            "get" => Verb::Get,
+            "list" => Verb::List,
+            "patch" => Verb::Patch,
+            "update" => Verb::Update,
+            "watch" => Verb::Watch,
+            _ => return None,
+        })
+    }
+}
+
+/// A subresource the generic handlers serve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Subresource {
+    /// `/status`: the status written apart from the rest.
+    Status,
+    /// `/scale`: an `autoscaling/v1` `Scale` view of replica fields.
+    Scale,
+}
+
+impl Subresource {
+    /// The path segment.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+        }
+    }
+
+    /// The subresource named `s`, if the server has it.
+    pub fn parse(s: &str) -> Option<Subresource> {
+        match s {
+            "status" => Some(Subresource::Status),
+            "scale" => Some(Subresource::Scale),
+            _ => None,
+        }
+    }
+}
+
+/// What a path addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PathKind {
+    /// The collection: in one namespace (namespaced kinds) or the whole kind (cluster-scoped).
+    Collection,
+    /// Every namespace of a namespaced kind (`/api/v1/configmaps`).
+    AllNamespaces,
+    /// One object.
+    Object,
+    /// A subresource of one object.
+    Subresource(Subresource),
+    /// The deprecated `/watch/` form of [`PathKind::Collection`].
+    WatchCollection,
+    /// The deprecated `/watch/` form of [`PathKind::AllNamespaces`].
+    WatchAllNamespaces,
+    /// The deprecated `/watch/` form of [`PathKind::Object`].
+    WatchObject,
+}
+
+/// One HTTP method on a path, and the verb it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Operation {
+    /// Lower-case HTTP method.
+    pub method: &'static str,
+    pub verb: Verb,
+}
+
+/// One path of a resource and what it serves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The path with `{namespace}` and `{name}` placeholders.
+    pub path: String,
+    pub kind: PathKind,
+    pub operations: Vec<Operation>,
+}
+
+const fn op(method: &'static str, verb: Verb) -> Operation {
+    Operation { method, verb }
+}
+
+const COLLECTION: &[Operation] = &[
+    op("get", Verb::List),
+    op("post", Verb::Create),
+    op("delete", Verb::DeleteCollection),
+];
+const OBJECT: &[Operation] = &[
+    op("get", Verb::Get),
+    op("put", Verb::Update),
+    op("delete", Verb::Delete),
+    op("patch", Verb::Patch),
+];
+const SUBRESOURCE: &[Operation] = &[
+    op("get", Verb::Get),
+    op("put", Verb::Update),
+    op("patch", Verb::Patch),
+];
+const LIST: &[Operation] = &[op("get", Verb::List)];
+const WATCH: &[Operation] = &[op("get", Verb::Watch)];
+
+/// The subresources `d` declares, sorted by name.
+pub fn subresources(d: &ResourceDef) -> Vec<Subresource> {
+    let mut subs = Vec::new();
+    if d.subresources.scale.is_some() {
+        subs.push(Subresource::Scale);
+    }
+    if d.subresources.status {
+        subs.push(Subresource::Status);
+    }
+    subs
+}
+
+/// Every path of `d`, in the order the OpenAPI documents list them.
+pub fn endpoints(d: &ResourceDef) -> Vec<Endpoint> {
+    let prefix = d.url_prefix();
+    let plural = &d.plural;
+    let namespaced = d.namespaced();
+    let base = if namespaced {
+        format!("{prefix}/namespaces/{{namespace}}/{plural}")
+    } else {
+        format!("{prefix}/{plural}")
+    };
+    let watch_base = if namespaced {
+        format!("{prefix}/watch/namespaces/{{namespace}}/{plural}")
+    } else {
+        format!("{prefix}/watch/{plural}")
+    };
+    let at = |path: String, kind: PathKind, ops: &[Operation]| Endpoint {
+        path,
+        kind,
+        operations: ops.to_vec(),
+    };
+    let mut out = vec![
+        at(base.clone(), PathKind::Collection, COLLECTION),
+        at(format!("{base}/{{name}}"), PathKind::Object, OBJECT),
+    ];
+    // Status before scale, as the documents have always listed them.
+    for sub in subresources(d).into_iter().rev() {
+        out.push(at(
+            format!("{base}/{{name}}/{}", sub.as_str()),
+            PathKind::Subresource(sub),
+            SUBRESOURCE,
+        ));
+    }
+    out.push(at(watch_base.clone(), PathKind::WatchCollection, WATCH));
+    out.push(at(
+        format!("{watch_base}/{{name}}"),
+        PathKind::WatchObject,
+        WATCH,
+    ));
+    if namespaced {
+        out.push(at(
+            format!("{prefix}/watch/{plural}"),
+            PathKind::WatchAllNamespaces,
+            WATCH,
+        ));
+        out.push(at(
+            format!("{prefix}/{plural}"),
+            PathKind::AllNamespaces,
+            LIST,
+        ));
+    }
+    out
+}
+
+/// The verbs served on the resource itself (`None`) or on a subresource, sorted as
+/// discovery lists them. `watch` is served wherever `list` is (`?watch=true`).
+pub fn verbs(endpoints: &[Endpoint], subresource: Option<Subresource>) -> Vec<Verb> {
+    let mut verbs: Vec<Verb> = endpoints
+        .iter()
+        .filter(|e| match e.kind {
+            PathKind::Subresource(s) => Some(s) == subresource,
+            _ => subresource.is_none(),
+        })
+        .flat_map(|e| e.operations.iter().map(|o| o.verb))
+        .collect();
+    if verbs.contains(&Verb::List) {
+        verbs.push(Verb::Watch);
+    }
+    verbs.sort();
+    verbs.dedup();
+    verbs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(namespaced: bool, status: bool, scale: bool) -> ResourceDef {
+        let yaml = format!(
+            "group: example.dev\nversion: v1\nkind: Widget\nscope: {}\n{}schema:\n  type: object\n  properties:\n    spec:\n      type: object\n      properties:\n        replicas: {{type: integer}}\n    status:\n      type: object\n      properties:\n        replicas: {{type: integer}}\n",
+            if namespaced { "Namespaced" } else { "Cluster" },
+            match (status, scale) {
+                (false, false) => String::new(),
+                (s, sc) => format!(
+                    "subresources:\n{}{}",
+                    if s { "  status: {}\n" } else { "" },
+                    if sc {
+                        "  scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}\n"
+                    } else {
+                        ""
+                    }
+                ),
+            }
+        );
+        let mut diags = crate::Diagnostics::default();
+        crate::load::yaml::load("w.yaml", &yaml, &mut diags).expect("test definition loads")
+    }
+
+    #[test]
+    fn namespaced_kinds_have_all_namespace_paths_and_cluster_kinds_do_not() {
+        let paths =
+            |d: &ResourceDef| -> Vec<String> { endpoints(d).into_iter().map(|e| e.path).collect() };
+        assert_eq!(
+            paths(&def(true, true, true)),
+            [
+                "/apis/example.dev/v1/namespaces/{namespace}/widgets",
+                "/apis/example.dev/v1/namespaces/{namespace}/widgets/{name}",
+                "/apis/example.dev/v1/namespaces/{namespace}/widgets/{name}/status",
+                "/apis/example.dev/v1/namespaces/{namespace}/widgets/{name}/scale",
+                "/apis/example.dev/v1/watch/namespaces/{namespace}/widgets",
+                "/apis/example.dev/v1/watch/namespaces/{namespace}/widgets/{name}",
+                "/apis/example.dev/v1/watch/widgets",
+                "/apis/example.dev/v1/widgets",
+            ]
+        );
+        assert_eq!(
+            paths(&def(false, false, false)),
+            [
+                "/apis/example.dev/v1/widgets",
+                "/apis/example.dev/v1/widgets/{name}",
+                "/apis/example.dev/v1/watch/widgets",
+                "/apis/example.dev/v1/watch/widgets/{name}",
+            ]
+        );
+    }
+
+    #[test]
+    fn verbs_are_what_discovery_lists() {
+        let e = endpoints(&def(true, true, false));
+        let names = |v: Vec<Verb>| v.into_iter().map(Verb::as_str).collect::<Vec<_>>();
+        assert_eq!(
+            names(verbs(&e, None)),
+            [
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch"
+            ]
+        );
+        assert_eq!(
+            names(verbs(&e, Some(Subresource::Status))),
+            ["get", "patch", "update"]
+        );
+        assert!(verbs(&e, Some(Subresource::Scale)).is_empty());
+    }
+}
