@@ -28,10 +28,9 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-mod etcd;
 pub mod objects;
 pub mod tables;
-pub use etcd::{etcd_binary, Etcd, ETCD_START_TIMEOUT};
+pub use etcd_launcher::{etcd_binary, Etcd};
 
 /// The environment variable that picks the storage of [`TestServer::start`].
 pub const STORAGE_ENV: &str = "APISERVER_TEST_STORAGE";
