@@ -14,6 +14,9 @@ pub const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 /// Widgets (`example.dev/v1`) in the `default` namespace.
 pub const WIDGETS: &str = "/apis/example.dev/v1/namespaces/default/widgets";
 
+/// Gadgets (`example.dev/v1`, cluster-scoped).
+pub const GADGETS: &str = "/apis/example.dev/v1/gadgets";
+
 /// A JSON request body, as [`crate::raw_request`]'s content type.
 pub const JSON: Option<&str> = Some("application/json");
 
@@ -25,6 +28,14 @@ pub fn widgets_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("example.dev", "v1", "Widget"),
         "widgets",
+    )
+}
+
+/// The Gadget kind (`example.dev/v1`, cluster-scoped, plural `gadgets`).
+pub fn gadgets_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.dev", "v1", "Gadget"),
+        "gadgets",
     )
 }
 
