@@ -84,7 +84,11 @@ cargo test --workspace
 # The test binaries `cargo test --workspace` just built run again: a `cargo test -p` here
 # would resolve features differently and rebuild ~50 crates.
 echo "==> black-box suites on etcd (APISERVER_TEST_STORAGE=etcd)"
-etcd_suites=(semantics watch kubectl kube_client apply bad_input server_bugs harness)
+# Every tests/tests/semantics_*.rs (the API machinery by area), so a new one runs here too.
+semantics_suites=(tests/tests/semantics_*.rs)
+semantics_suites=("${semantics_suites[@]##*/}")
+semantics_suites=("${semantics_suites[@]%.rs}")
+etcd_suites=("${semantics_suites[@]}" watch kubectl kube_client apply bad_input server_bugs harness live_catalog)
 mapfile -t etcd_binaries < <(
   cargo test --workspace --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, sys

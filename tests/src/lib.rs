@@ -28,8 +28,9 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-mod etcd;
-pub use etcd::{etcd_binary, Etcd, ETCD_START_TIMEOUT};
+pub mod objects;
+pub mod tables;
+pub use etcd_launcher::{etcd_binary, Etcd};
 
 /// The environment variable that picks the storage of [`TestServer::start`].
 pub const STORAGE_ENV: &str = "APISERVER_TEST_STORAGE";
@@ -385,20 +386,10 @@ impl TestServer {
     /// As [`TestServer::kubectl`], feeding `stdin` to the process (for `-f -`).
     pub fn kubectl_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
         use std::io::Write;
-        let mut cmd = Command::new(kubectl_binary());
-        cmd.arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(self.scratch.path().join("kube-cache"))
-            .args(args)
-            .env_remove("KUBECONFIG")
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        let mut cmd = self.kubectl_command(args);
+        if stdin.is_some() {
+            cmd.stdin(Stdio::piped());
+        }
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("running kubectl {args:?}: {e}"));
@@ -410,6 +401,23 @@ impl TestServer {
         child
             .wait_with_output()
             .unwrap_or_else(|e| panic!("waiting for kubectl {args:?}: {e}"))
+    }
+
+    /// kubectl against this server as a `Command` the test runs itself (in the background,
+    /// with extra environment): `--kubeconfig` and the discovery cache of
+    /// [`TestServer::kubectl`], no stdin, stdout and stderr piped.
+    pub fn kubectl_command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(kubectl_binary());
+        cmd.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.scratch.path().join("kube-cache"))
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
     }
 
     /// Runs kubectl, asserts it succeeded, and returns its stdout.

@@ -2,36 +2,14 @@
 //! the kube crate's `Patch::Apply`, and raw HTTP where only the wire shows it. Every
 //! expectation is what kube-apiserver answers.
 
+use apiserver_tests::objects::{api_status, gadgets_resource, widgets, CONFIGMAPS, WIDGETS};
 use apiserver_tests::{raw_request, TestServer};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, ObjectMeta, Patch, PatchParams,
-};
-use kube::core::Status;
+use kube::api::{Api, DynamicObject, ObjectMeta, Patch, PatchParams};
 use kube::ResourceExt;
 use serde_json::{json, Value};
 
-const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
-const WIDGETS: &str = "/apis/example.dev/v1/namespaces/default/widgets";
 const APPLY: Option<&str> = Some("application/apply-patch+yaml");
-
-fn widgets_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("example.dev", "v1", "Widget"),
-        "widgets",
-    )
-}
-
-fn gadgets_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("example.dev", "v1", "Gadget"),
-        "gadgets",
-    )
-}
-
-fn widgets(c: &kube::Client) -> Api<DynamicObject> {
-    Api::default_namespaced_with(c.clone(), &widgets_resource())
-}
 
 /// A Widget apply configuration: apiVersion, kind, name and the given spec.
 fn widget_intent(name: &str, spec: Value) -> Value {
@@ -50,14 +28,6 @@ fn cm_intent(name: &str, data: Value) -> Value {
         "metadata": { "name": name },
         "data": data,
     })
-}
-
-/// The `Status` of an API error, or a panic naming what was expected.
-fn api_status<T: std::fmt::Debug>(result: kube::Result<T>, what: &str) -> Status {
-    match result {
-        Err(kube::Error::Api(status)) => *status,
-        other => panic!("{what}: expected an API error, got {other:?}"),
-    }
 }
 
 /// The managedFields entries of an object as JSON.

@@ -1,13 +1,9 @@
 //! Malformed and misdirected requests, sent raw through the kube client: each must be
 //! answered with the right 4xx code and a `Status` body, never a 500.
 
+use apiserver_tests::objects::{CONFIGMAPS, GADGETS, JSON, WIDGETS};
 use apiserver_tests::{raw_request, RawResponse, TestServer};
 use serde_json::Value;
-
-const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
-const WIDGETS: &str = "/apis/example.dev/v1/namespaces/default/widgets";
-const GADGETS: &str = "/apis/example.dev/v1/gadgets";
-const JSON: Option<&str> = Some("application/json");
 
 /// Asserts `resp` is a failure `Status` with `code` and `reason`; returns its message.
 #[track_caller]

@@ -2,53 +2,15 @@
 
 use std::collections::BTreeMap;
 
+use apiserver_tests::objects::{api_status, configmap, gadgets_resource, widgets_resource};
 use apiserver_tests::TestServer;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::ByteString;
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, ObjectMeta, Patch,
-    PatchParams, PostParams,
+    Api, DeleteParams, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams, PostParams,
 };
-use kube::core::Status;
 use kube::ResourceExt;
 use serde_json::json;
-
-fn widgets_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("example.dev", "v1", "Widget"),
-        "widgets",
-    )
-}
-
-fn gadgets_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("example.dev", "v1", "Gadget"),
-        "gadgets",
-    )
-}
-
-fn configmap(name: &str, data: &[(&str, &str)]) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        data: Some(
-            data.iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        ),
-        ..Default::default()
-    }
-}
-
-/// The `Status` of an API error, or a panic naming what was expected.
-fn api_status<T: std::fmt::Debug>(result: kube::Result<T>, what: &str) -> Status {
-    match result {
-        Err(kube::Error::Api(status)) => *status,
-        other => panic!("{what}: expected an API error, got {other:?}"),
-    }
-}
 
 fn generation(obj: &DynamicObject) -> i64 {
     obj.metadata.generation.expect("metadata.generation is set")

@@ -4,21 +4,13 @@
 //! Always on the embedded store (`start_in`: the data directory is the store), whatever
 //! `APISERVER_TEST_STORAGE` says.
 
+use apiserver_tests::objects::widgets_resource;
 use apiserver_tests::{client_from, TestServer};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, ObjectMeta, PostParams,
-};
+use kube::api::{Api, DynamicObject, ListParams, ObjectMeta, PostParams};
 use kube::config::Kubeconfig;
 use serde_json::json;
 use tempfile::TempDir;
-
-fn widgets() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("example.dev", "v1", "Widget"),
-        "widgets",
-    )
-}
 
 fn ca_data(kubeconfig: &Kubeconfig) -> String {
     kubeconfig.clusters[0]
@@ -34,7 +26,7 @@ async fn objects_survive_a_restart() {
     let mut first = TestServer::start_in(dir.path());
     let client = first.client().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
-    let ar = widgets();
+    let ar = widgets_resource();
     let wds: Api<DynamicObject> = Api::default_namespaced_with(client, &ar);
 
     let cm = cms

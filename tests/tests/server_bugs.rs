@@ -1,15 +1,11 @@
 //! Server behaviour that differs from kube-apiserver, one test per bug. Each test states
 //! the request, what kube-apiserver answers, and fails until the server does the same.
 
+use apiserver_tests::objects::{widgets_resource, CONFIGMAPS, GADGETS, JSON, WIDGETS};
 use apiserver_tests::{raw_request, TestServer};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{json, Value};
-
-const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
-const WIDGETS: &str = "/apis/example.dev/v1/namespaces/default/widgets";
-const GADGETS: &str = "/apis/example.dev/v1/gadgets";
-const JSON: Option<&str> = Some("application/json");
 
 /// POST without `apiVersion`/`kind` (allowed: the URL names the type) must still store
 /// and serve a typed object. The server stores the body as given, so GET answers
@@ -147,10 +143,7 @@ async fn oversized_body_is_answered_with_a_status() {
 async fn status_given_on_create_is_dropped_when_status_is_a_subresource() {
     let s = TestServer::start();
     let c = s.client().await;
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("example.dev", "v1", "Widget"),
-        "widgets",
-    );
+    let ar = widgets_resource();
     let widgets: Api<DynamicObject> = Api::default_namespaced_with(c.clone(), &ar);
     let created = widgets
         .create(

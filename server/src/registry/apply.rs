@@ -71,13 +71,7 @@ pub fn apply(
 
     let Some(live) = live else {
         let mut obj = scoped_intent;
-        let entry = entry_json(
-            manager,
-            res.api_version(),
-            subresource,
-            now,
-            &applied_paths,
-        );
+        let entry = entry_json(manager, res.api_version(), subresource, now, &applied_paths);
         crate::api::meta::metadata_mut(&mut obj).insert("managedFields".into(), json!([entry]));
         return Ok(obj);
     };

@@ -3,9 +3,9 @@
 //! space per call) and panics with a message naming what broke.
 //!
 //! `cargo test -p apiserver storage::` runs it against the embedded store; with
-//! `--features etcd` it also runs against a real `etcd` (Debian's `etcd-server`) that the
-//! [`EtcdServer`] harness starts on free loopback ports. Without an `etcd` binary those
-//! tests fail: they never skip.
+//! `--features etcd` it also runs against a real `etcd` (Debian's `etcd-server`) that
+//! [`EtcdServer`] starts with the `etcd-launcher` crate on free loopback ports. Without an
+//! `etcd` binary those tests fail: they never skip.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -626,180 +626,48 @@ mod embedded {
 }
 
 #[cfg(feature = "etcd")]
-pub use etcd_harness::{EtcdFactory, EtcdServer, TlsFiles};
+pub use etcd_harness::{EtcdFactory, EtcdServer};
 
 #[cfg(feature = "etcd")]
 mod etcd_harness {
-    use std::io::Read;
-    use std::path::{Path, PathBuf};
-    use std::process::{Child, Command, Stdio};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
-    use std::time::{Duration, Instant};
 
     use async_trait::async_trait;
+    use etcd_launcher::{Builder, Etcd};
 
     use super::Factory;
     use crate::storage::etcd::EtcdStorage;
     use crate::storage::{EtcdConfig, Storage};
 
-    /// How long etcd may take to start answering.
-    const START_TIMEOUT: Duration = Duration::from_secs(20);
-
-    /// A real `etcd` on free loopback ports with a temporary data directory; killed
-    /// (and its directory removed) on drop.
+    /// A real etcd (started by the `etcd-launcher` crate) and the storage clients that
+    /// reach it; killed on drop.
     pub struct EtcdServer {
-        child: Child,
-        /// Certificates when etcd serves clients over TLS with client certificates.
-        pub tls: Option<TlsFiles>,
-        /// Data and log; removed on drop.
-        _dir: tempfile::TempDir,
-        /// The client URL, e.g. `http://127.0.0.1:40123`.
-        pub endpoint: String,
-    }
-
-    /// The `etcd` binary: `$ETCD_BIN`, else `etcd` on `PATH`, else `/usr/bin/etcd`.
-    fn etcd_binary() -> PathBuf {
-        let candidates = std::env::var_os("ETCD_BIN")
-            .map(PathBuf::from)
-            .into_iter()
-            .chain(
-                std::env::var_os("PATH")
-                    .map(|p| {
-                        std::env::split_paths(&p)
-                            .map(|d| d.join("etcd"))
-                            .collect::<Vec<_>>()
-                    })
-                    .unwrap_or_default(),
-            )
-            .chain([PathBuf::from("/usr/bin/etcd")]);
-        for c in candidates {
-            if c.is_file() {
-                return c;
-            }
-        }
-        panic!(
-            "the etcd conformance tests need an `etcd` binary (looked at $ETCD_BIN, PATH and \
-             /usr/bin/etcd): install Debian's etcd-server (`apt-get install -y etcd-server`; \
-             tests/run.sh does this). These tests fail rather than skip."
-        )
-    }
-
-    fn free_port() -> u16 {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("finding a free loopback port")
-    }
-
-    fn read_log(path: &Path) -> String {
-        let mut text = String::new();
-        if let Ok(mut f) = std::fs::File::open(path) {
-            let _ = f.read_to_string(&mut text);
-        }
-        let mut start = text.len().saturating_sub(4000);
-        while !text.is_char_boundary(start) {
-            start += 1;
-        }
-        text[start..].to_string()
+        etcd: Etcd,
     }
 
     impl EtcdServer {
         /// Starts etcd and waits until it answers; panics (with etcd's log) otherwise.
         pub async fn start() -> EtcdServer {
-            Self::start_with(false).await
+            Self::launch(Etcd::builder()).await
         }
 
         /// Starts etcd serving clients over TLS and requiring client certificates.
         pub async fn start_tls() -> EtcdServer {
-            Self::start_with(true).await
+            Self::launch(Etcd::builder().tls()).await
         }
 
-        async fn start_with(tls: bool) -> EtcdServer {
-            let bin = etcd_binary();
-            let mut failures = Vec::new();
-            // A port taken between choosing and binding makes etcd exit: try again.
-            for _ in 0..3 {
-                match Self::try_start(&bin, tls).await {
-                    Ok(server) => return server,
-                    Err((why, exited)) => {
-                        failures.push(why);
-                        if !exited {
-                            break;
-                        }
-                    }
-                }
+        /// The launcher waits with blocking sleeps: off the runtime's threads.
+        async fn launch(builder: Builder) -> EtcdServer {
+            match tokio::task::spawn_blocking(move || builder.start()).await {
+                Ok(etcd) => EtcdServer { etcd },
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
             }
-            panic!("etcd did not start:\n{}", failures.join("\n---\n"));
         }
 
-        /// Starts one etcd; on failure says why and whether etcd exited by itself.
-        async fn try_start(bin: &Path, tls: bool) -> Result<EtcdServer, (String, bool)> {
-            let dir = tempfile::tempdir().map_err(|e| (e.to_string(), false))?;
-            let (client, peer) = (free_port(), free_port());
-            let tls = match tls {
-                true => Some(TlsFiles::generate(dir.path()).map_err(|e| (e, false))?),
-                false => None,
-            };
-            let scheme = if tls.is_some() { "https" } else { "http" };
-            let endpoint = format!("{scheme}://127.0.0.1:{client}");
-            let peer_url = format!("http://127.0.0.1:{peer}");
-            let log_path = dir.path().join("etcd.log");
-            let log = std::fs::File::create(&log_path).map_err(|e| (e.to_string(), false))?;
-            let mut command = Command::new(bin);
-            if let Some(t) = &tls {
-                command
-                    .arg(format!("--cert-file={}", t.server_cert.display()))
-                    .arg(format!("--key-file={}", t.server_key.display()))
-                    .arg(format!("--trusted-ca-file={}", t.ca.display()))
-                    .arg("--client-cert-auth");
-            }
-            let child = command
-                .arg("--name=conformance")
-                .arg(format!("--data-dir={}", dir.path().join("data").display()))
-                .arg(format!("--listen-client-urls={endpoint}"))
-                .arg(format!("--advertise-client-urls={endpoint}"))
-                .arg(format!("--listen-peer-urls={peer_url}"))
-                .arg(format!("--initial-advertise-peer-urls={peer_url}"))
-                .arg(format!("--initial-cluster=conformance={peer_url}"))
-                .arg("--heartbeat-interval=20")
-                .arg("--election-timeout=200")
-                .arg("--logger=zap")
-                .arg("--log-outputs=stderr")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .map_err(|e| (format!("starting {}: {e}", bin.display()), false))?;
-            let mut server = EtcdServer {
-                child,
-                tls,
-                _dir: dir,
-                endpoint,
-            };
-            let storage = server.client("/registry").await;
-            let deadline = Instant::now() + START_TIMEOUT;
-            loop {
-                if let Ok(Some(status)) = server.child.try_wait() {
-                    return Err((
-                        format!("etcd exited with {status}:\n{}", read_log(&log_path)),
-                        true,
-                    ));
-                }
-                if storage.health().await.is_ok() {
-                    return Ok(server);
-                }
-                if Instant::now() > deadline {
-                    return Err((
-                        format!(
-                            "etcd did not answer within {START_TIMEOUT:?}:\n{}",
-                            read_log(&log_path)
-                        ),
-                        false,
-                    ));
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
+        /// The client URL, e.g. `http://127.0.0.1:40123`.
+        pub fn endpoint(&self) -> String {
+            self.etcd.endpoint()
         }
 
         /// A storage client whose keys live under `prefix`.
@@ -811,88 +679,19 @@ mod etcd_harness {
 
         /// The `--etcd-*` settings that reach this etcd (with its certificates, if any).
         pub fn config(&self, prefix: &str) -> EtcdConfig {
+            let tls = self.etcd.tls();
             EtcdConfig {
-                servers: vec![self.endpoint.clone()],
+                servers: vec![self.etcd.endpoint()],
                 prefix: prefix.to_string(),
-                ca_file: self.tls.as_ref().map(|t| t.ca.clone()),
-                cert_file: self.tls.as_ref().map(|t| t.client_cert.clone()),
-                key_file: self.tls.as_ref().map(|t| t.client_key.clone()),
+                ca_file: tls.map(|t| t.ca.clone()),
+                cert_file: tls.map(|t| t.client_cert.clone()),
+                key_file: tls.map(|t| t.client_key.clone()),
             }
         }
 
         /// Stops etcd now (the data directory stays until drop).
-        pub fn kill(&mut self) -> std::io::Result<()> {
-            self.child.kill()?;
-            self.child.wait().map(|_| ())
-        }
-    }
-
-    /// A CA, etcd's serving certificate (for 127.0.0.1) and a client certificate.
-    pub struct TlsFiles {
-        /// The CA that signed both certificates.
-        pub ca: PathBuf,
-        /// etcd's serving certificate.
-        pub server_cert: PathBuf,
-        /// Its key.
-        pub server_key: PathBuf,
-        /// The client certificate (`--etcd-certfile`).
-        pub client_cert: PathBuf,
-        /// Its key (`--etcd-keyfile`).
-        pub client_key: PathBuf,
-    }
-
-    impl TlsFiles {
-        fn generate(dir: &Path) -> Result<TlsFiles, String> {
-            use rcgen::{
-                BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
-                KeyPair,
-            };
-            let err = |e: rcgen::Error| format!("generating test certificates: {e}");
-            let ca_key = KeyPair::generate().map_err(err)?;
-            let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
-            ca.distinguished_name
-                .push(DnType::CommonName, "etcd-test-ca");
-            ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-            let ca_cert = ca.self_signed(&ca_key).map_err(err)?;
-            let issuer = Issuer::new(ca, ca_key);
-            let leaf = |name: &str, sans: Vec<String>, usage: ExtendedKeyUsagePurpose| {
-                let key = KeyPair::generate().map_err(err)?;
-                let mut params = CertificateParams::new(sans).map_err(err)?;
-                params.distinguished_name.push(DnType::CommonName, name);
-                params.extended_key_usages = vec![usage];
-                let cert = params.signed_by(&key, &issuer).map_err(err)?;
-                Ok::<_, String>((cert.pem(), key.serialize_pem()))
-            };
-            let server = leaf(
-                "etcd",
-                vec!["127.0.0.1".into(), "localhost".into()],
-                ExtendedKeyUsagePurpose::ServerAuth,
-            )?;
-            let client = leaf("apiserver", vec![], ExtendedKeyUsagePurpose::ClientAuth)?;
-            let files = TlsFiles {
-                ca: dir.join("ca.crt"),
-                server_cert: dir.join("server.crt"),
-                server_key: dir.join("server.key"),
-                client_cert: dir.join("client.crt"),
-                client_key: dir.join("client.key"),
-            };
-            for (path, text) in [
-                (&files.ca, ca_cert.pem()),
-                (&files.server_cert, server.0),
-                (&files.server_key, server.1),
-                (&files.client_cert, client.0),
-                (&files.client_key, client.1),
-            ] {
-                std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-            }
-            Ok(files)
-        }
-    }
-
-    impl Drop for EtcdServer {
-        fn drop(&mut self) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        pub fn kill(&mut self) {
+            self.etcd.kill();
         }
     }
 
@@ -949,9 +748,7 @@ mod etcd {
             )
             .await
             .unwrap();
-        let mut raw = Client::connect([f.server.endpoint.as_str()], None)
-            .await
-            .unwrap();
+        let mut raw = Client::connect([f.server.endpoint()], None).await.unwrap();
         let got = raw.get("/tenant-a/configmaps/ns/x", None).await.unwrap();
         assert_eq!(got.kvs().len(), 1);
         assert_eq!(got.kvs()[0].value(), b"{\"a\":1}");
@@ -1032,7 +829,7 @@ mod etcd {
         let mut f = EtcdFactory::start().await;
         let s = f.server.client("/registry").await;
         let mut w = s.watch("/registry/w/", 0).await.unwrap();
-        f.server.kill().unwrap();
+        f.server.kill();
         let got = tokio::time::timeout(Duration::from_secs(20), w.recv()).await;
         assert!(
             matches!(got, Ok(Some(Err(_))) | Ok(None)),

@@ -4,29 +4,27 @@
 //! transactions ([`crate::raw`]) and plain etcd-client puts, gets and range reads against
 //! the same etcd. Also resident memory and bytes on disk per stored object.
 //!
-//! etcd is started by this module (`--etcd-bin`) on free loopback ports with a data
-//! directory on the disk under test, so its process and files can be measured; it is
-//! killed at the end of each run.
+//! etcd is started by this module (`--etcd-bin`, through the `etcd-launcher` crate) on
+//! free loopback ports with a data directory on the disk under test, so its process and
+//! files can be measured; it is killed at the end of each run.
 
 use std::future::Future;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use apiserver::storage::embedded::EmbeddedStorage;
 use apiserver::storage::etcd::EtcdStorage;
 use apiserver::storage::{EtcdConfig, Storage};
 use bytes::Bytes;
+use etcd_launcher::Etcd;
 use rand::Rng;
 
 use crate::metrics::{median, median_rows, table, Outcome, Recorder, Row};
 use crate::raw::{self, RawOptions};
-use crate::server::{free_port, rss_of};
+use crate::server::rss_of;
 
 /// A backend to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -384,10 +382,17 @@ async fn embedded_run(
 async fn etcd_run(opts: &StorageOptions, dir: &Path) -> Result<(Vec<Row>, Vec<Row>, Footprint)> {
     let etcd = match &opts.etcd_endpoint {
         Some(_) => None,
-        None => Some(EtcdProcess::start(&opts.etcd_bin, dir)?),
+        None => Some(
+            Etcd::builder()
+                .binary(&opts.etcd_bin)
+                .dir_in(dir)
+                // Room for every run's keys and their history (the default quota is 2 GiB).
+                .arg("--quota-backend-bytes=8589934592")
+                .try_start()?,
+        ),
     };
     let endpoint = match (&etcd, &opts.etcd_endpoint) {
-        (Some(e), _) => e.endpoint.clone(),
+        (Some(e), _) => e.endpoint(),
         (None, Some(url)) => url.clone(),
         (None, None) => unreachable!("etcd is started when no endpoint is given"),
     };
@@ -404,7 +409,7 @@ async fn etcd_run(opts: &StorageOptions, dir: &Path) -> Result<(Vec<Row>, Vec<Ro
         prefix: format!("/bench-trait-{nonce}"),
         ..EtcdConfig::default()
     };
-    let rss = || etcd.as_ref().map_or(Ok(0), |e| rss_of(e.pid()));
+    let rss = || etcd.as_ref().and_then(Etcd::pid).map_or(Ok(0), rss_of);
     let rss_before = rss()?;
     let store: Arc<dyn Storage> = Arc::new(
         EtcdStorage::connect(&config)
@@ -415,17 +420,18 @@ async fn etcd_run(opts: &StorageOptions, dir: &Path) -> Result<(Vec<Row>, Vec<Ro
     let mut rows = bench.creates().await;
     let objects = opts.count * opts.concurrency.len() as u64;
     let rss_after = rss()?;
-    let data = dir.join("etcd");
-    let db = std::fs::metadata(data.join("member/snap/db"))
-        .map(|m| m.len())
-        .unwrap_or(0);
+    let (db, files) = etcd.as_ref().map_or((0, 0), |e| {
+        let data = e.data_dir();
+        let db = std::fs::metadata(data.join("member/snap/db")).map_or(0, |m| m.len());
+        (db, dir_bytes(&data))
+    });
     let measured = |v: f64| if etcd.is_some() { v } else { f64::NAN };
     let footprint = Footprint {
         backend: Backend::Etcd,
         objects,
         rss_per_object: measured(rss_after.saturating_sub(rss_before) as f64 / objects as f64),
         db_per_object: measured(db as f64 / objects as f64),
-        files_per_object: measured(dir_bytes(&data) as f64 / objects as f64),
+        files_per_object: measured(files as f64 / objects as f64),
     };
     rows.extend(bench.reads_and_updates().await);
     drop(bench);
@@ -520,86 +526,6 @@ fn dir_bytes(dir: &Path) -> u64 {
             Err(_) => 0,
         })
         .sum()
-}
-
-/// One etcd member on free loopback ports, data in `<dir>/etcd`; killed on drop.
-struct EtcdProcess {
-    child: Child,
-    endpoint: String,
-}
-
-impl EtcdProcess {
-    fn start(bin: &Path, dir: &Path) -> Result<EtcdProcess> {
-        let (client, peer) = (free_port()?, free_port()?);
-        let endpoint = format!("http://127.0.0.1:{client}");
-        let peer_url = format!("http://127.0.0.1:{peer}");
-        let log_path = dir.join("etcd.log");
-        let log = std::fs::File::create(&log_path)?;
-        let child = Command::new(bin)
-            .arg("--name=bench")
-            .arg(format!("--data-dir={}", dir.join("etcd").display()))
-            .arg(format!("--listen-client-urls={endpoint}"))
-            .arg(format!("--advertise-client-urls={endpoint}"))
-            .arg(format!("--listen-peer-urls={peer_url}"))
-            .arg(format!("--initial-advertise-peer-urls={peer_url}"))
-            .arg(format!("--initial-cluster=bench={peer_url}"))
-            // Room for every run's keys and their history (the default quota is 2 GiB).
-            .arg("--quota-backend-bytes=8589934592")
-            .arg("--logger=zap")
-            .arg("--log-outputs=stderr")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .with_context(|| format!("starting {}", bin.display()))?;
-        let mut etcd = EtcdProcess { child, endpoint };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Ok(Some(status)) = etcd.child.try_wait() {
-                let mut text = String::new();
-                let _ =
-                    std::fs::File::open(&log_path).and_then(|mut f| f.read_to_string(&mut text));
-                bail!("etcd exited with {status}:\n{text}");
-            }
-            if healthy(client) {
-                return Ok(etcd);
-            }
-            if Instant::now() > deadline {
-                bail!(
-                    "etcd was not healthy within 20 s (log: {})",
-                    log_path.display()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for EtcdProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// etcd's `/health` answers `"health":"true"` on `port`.
-fn healthy(port: u16) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    if s.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-        .is_err()
-    {
-        return false;
-    }
-    let mut answer = String::new();
-    let _ = s.read_to_string(&mut answer);
-    answer.contains(r#""health":"true""#)
 }
 
 impl StorageReport {
