@@ -94,10 +94,7 @@ pub async fn errors_as_status(
         405 => ApiError::method_not_allowed(),
         415 => ApiError::unsupported_media_type(&message),
         code if code >= 500 => ApiError::internal(message),
-        code => ApiError {
-            code,
-            ..ApiError::bad_request(message)
-        },
+        code => ApiError::with_code(code, message),
     };
     let (req, _) = resp.into_parts();
     Ok(ServiceResponse::new(

@@ -1,6 +1,8 @@
-//! API machinery types shared by every handler: `Status` errors and object metadata.
+//! API machinery types shared by every handler: `Status` errors, object metadata,
+//! query options and selectors.
 
 pub mod meta;
+pub mod options;
 pub mod selectors;
 pub mod status;
 

@@ -338,6 +338,12 @@ impl FieldSelector {
         Ok(FieldSelector(terms))
     }
 
+    /// Adds `metadata.name=<name>` (a watch of one object).
+    pub fn require_name(&mut self, name: &str) {
+        self.0
+            .push(("metadata.name".to_string(), false, name.to_string()));
+    }
+
     /// Whether `obj` satisfies every term.
     pub fn matches(&self, obj: &Value) -> bool {
         self.0.iter().all(|(field, negate, value)| {

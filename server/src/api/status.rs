@@ -84,18 +84,68 @@ impl StatusCause {
     }
 }
 
+/// Why a request failed: metav1 `StatusReason`, the machine-readable half of a `Status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusReason {
+    BadRequest,
+    Forbidden,
+    NotFound,
+    AlreadyExists,
+    Conflict,
+    /// 410: the requested resourceVersion (or continue token) is no longer available.
+    Expired,
+    Invalid,
+    MethodNotAllowed,
+    NotAcceptable,
+    UnsupportedMediaType,
+    RequestEntityTooLarge,
+    Timeout,
+    InternalError,
+    ServiceUnavailable,
+}
+
+impl StatusReason {
+    /// The reason as a `Status` writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StatusReason::BadRequest => "BadRequest",
+            StatusReason::Forbidden => "Forbidden",
+            StatusReason::NotFound => "NotFound",
+            StatusReason::AlreadyExists => "AlreadyExists",
+            StatusReason::Conflict => "Conflict",
+            StatusReason::Expired => "Expired",
+            StatusReason::Invalid => "Invalid",
+            StatusReason::MethodNotAllowed => "MethodNotAllowed",
+            StatusReason::NotAcceptable => "NotAcceptable",
+            StatusReason::UnsupportedMediaType => "UnsupportedMediaType",
+            StatusReason::RequestEntityTooLarge => "RequestEntityTooLarge",
+            StatusReason::Timeout => "Timeout",
+            StatusReason::InternalError => "InternalError",
+            StatusReason::ServiceUnavailable => "ServiceUnavailable",
+        }
+    }
+}
+
 /// An API error: rendered as a `Status` with `code`, `reason`, `message` and `details`.
+/// Code decides by [`ApiError::reason`] (or the `is_*` checks), never by message text.
 #[derive(Debug, Clone)]
 pub struct ApiError {
+    /// The HTTP status code.
     pub code: u16,
-    pub reason: &'static str,
+    pub reason: StatusReason,
     pub message: String,
     pub details: Option<serde_json::Value>,
 }
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({}): {}", self.reason, self.code, self.message)
+        write!(
+            f,
+            "{} ({}): {}",
+            self.reason.as_str(),
+            self.code,
+            self.message
+        )
     }
 }
 
@@ -108,7 +158,32 @@ fn resource_details(res: &ApiResource, name: &str) -> serde_json::Value {
 }
 
 impl ApiError {
-    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+    /// Whether the object (or path) does not exist.
+    pub fn is_not_found(&self) -> bool {
+        self.reason == StatusReason::NotFound
+    }
+
+    /// Whether a create found the object already there.
+    pub fn is_already_exists(&self) -> bool {
+        self.reason == StatusReason::AlreadyExists
+    }
+
+    /// Whether the object changed since it was read (optimistic concurrency).
+    pub fn is_conflict(&self) -> bool {
+        self.reason == StatusReason::Conflict
+    }
+
+    /// Whether the requested resourceVersion is gone (410).
+    pub fn is_expired(&self) -> bool {
+        self.reason == StatusReason::Expired
+    }
+
+    /// Whether the request was refused as invalid (422).
+    pub fn is_invalid(&self) -> bool {
+        self.reason == StatusReason::Invalid
+    }
+
+    fn new(code: u16, reason: StatusReason, message: impl Into<String>) -> Self {
         ApiError {
             code,
             reason,
@@ -119,7 +194,7 @@ impl ApiError {
 
     /// 400 BadRequest.
     pub fn bad_request(message: impl Into<String>) -> Self {
-        Self::new(400, "BadRequest", message)
+        Self::new(400, StatusReason::BadRequest, message)
     }
 
     /// 404 NotFound for an object of `res`.
@@ -128,7 +203,7 @@ impl ApiError {
             details: Some(resource_details(res, name)),
             ..Self::new(
                 404,
-                "NotFound",
+                StatusReason::NotFound,
                 format!("{} \"{name}\" not found", res.qualified_resource()),
             )
         }
@@ -138,7 +213,11 @@ impl ApiError {
     pub fn namespace_not_found(name: &str) -> Self {
         ApiError {
             details: Some(json!({ "name": name, "kind": "namespaces" })),
-            ..Self::new(404, "NotFound", format!("namespaces \"{name}\" not found"))
+            ..Self::new(
+                404,
+                StatusReason::NotFound,
+                format!("namespaces \"{name}\" not found"),
+            )
         }
     }
 
@@ -148,7 +227,7 @@ impl ApiError {
         d["causes"] = json!([{ "reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace" }]);
         ApiError {
             details: Some(d),
-            ..Self::new(403, "Forbidden", format!("{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated", res.qualified_resource()))
+            ..Self::new(403, StatusReason::Forbidden, format!("{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated", res.qualified_resource()))
         }
     }
 
@@ -158,7 +237,7 @@ impl ApiError {
             details: Some(json!({})),
             ..Self::new(
                 404,
-                "NotFound",
+                StatusReason::NotFound,
                 format!("the server could not find the requested resource ({path})"),
             )
         }
@@ -170,7 +249,7 @@ impl ApiError {
             details: Some(resource_details(res, name)),
             ..Self::new(
                 409,
-                "AlreadyExists",
+                StatusReason::AlreadyExists,
                 format!("{} \"{name}\" already exists", res.qualified_resource()),
             )
         }
@@ -182,13 +261,32 @@ impl ApiError {
             details: Some(resource_details(res, name)),
             ..Self::new(
                 409,
-                "Conflict",
+                StatusReason::Conflict,
                 format!(
                     "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
                     res.qualified_resource()
                 ),
             )
         }
+    }
+
+    /// 422 Invalid with `message` as it stands (a JSON patch that cannot be applied).
+    pub fn invalid_request(message: impl Into<String>) -> Self {
+        Self::new(422, StatusReason::Invalid, message)
+    }
+
+    /// 409 Conflict with `message` and `details` as given (server-side apply conflicts).
+    pub fn conflict_with(message: impl Into<String>, details: serde_json::Value) -> Self {
+        ApiError {
+            details: Some(details),
+            ..Self::new(409, StatusReason::Conflict, message)
+        }
+    }
+
+    /// An error with this HTTP `code`, for failures the HTTP framework reports (4xx
+    /// other than those above are bad requests).
+    pub fn with_code(code: u16, message: impl Into<String>) -> Self {
+        Self::new(code, StatusReason::BadRequest, message)
     }
 
     /// 422 Invalid with field causes; message as kube-apiserver words it.
@@ -220,7 +318,7 @@ impl ApiError {
             details: Some(details),
             ..Self::new(
                 422,
-                "Invalid",
+                StatusReason::Invalid,
                 format!("{kind} \"{name}\" is invalid: {joined}"),
             )
         }
@@ -235,7 +333,7 @@ impl ApiError {
         );
         ApiError {
             details: Some(json!({ "kind": options, "group": "meta.k8s.io", "causes": [cause] })),
-            ..Self::new(422, "Invalid", message)
+            ..Self::new(422, StatusReason::Invalid, message)
         }
     }
 
@@ -245,7 +343,7 @@ impl ApiError {
             details: Some(json!({})),
             ..Self::new(
                 405,
-                "MethodNotAllowed",
+                StatusReason::MethodNotAllowed,
                 "the server does not allow this method on the requested resource",
             )
         }
@@ -253,7 +351,7 @@ impl ApiError {
 
     /// 415 UnsupportedMediaType.
     pub fn unsupported_media_type(content_type: &str) -> Self {
-        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {content_type:?})"))
+        Self::new(415, StatusReason::UnsupportedMediaType, format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {content_type:?})"))
     }
 
     /// 415 for a PATCH whose body type the resource does not take, listing what it does
@@ -266,28 +364,28 @@ impl ApiError {
         };
         Self::new(
             415,
-            "UnsupportedMediaType",
+            StatusReason::UnsupportedMediaType,
             format!("the body of the request was in an unknown format - accepted media types include: {accepted}"),
         )
     }
 
     /// 406 NotAcceptable.
     pub fn not_acceptable(accept: &str) -> Self {
-        Self::new(406, "NotAcceptable", format!("only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io (got {accept:?})"))
+        Self::new(406, StatusReason::NotAcceptable, format!("only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io (got {accept:?})"))
     }
 
     /// 413 RequestEntityTooLarge.
     pub fn too_large(limit: usize) -> Self {
         Self::new(
             413,
-            "RequestEntityTooLarge",
+            StatusReason::RequestEntityTooLarge,
             format!("the request body is larger than the server limit of {limit} bytes"),
         )
     }
 
     /// 410 Gone with reason Expired.
     pub fn expired(message: impl Into<String>) -> Self {
-        Self::new(410, "Expired", message)
+        Self::new(410, StatusReason::Expired, message)
     }
 
     /// 504 Timeout: a read asked for a revision the store has not reached.
@@ -298,7 +396,7 @@ impl ApiError {
             ),
             ..Self::new(
                 504,
-                "Timeout",
+                StatusReason::Timeout,
                 format!("Too large resource version: {requested}, current: {current}"),
             )
         }
@@ -308,14 +406,14 @@ impl ApiError {
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(
             500,
-            "InternalError",
+            StatusReason::InternalError,
             format!("Internal error occurred: {}", message.into()),
         )
     }
 
     /// 503 ServiceUnavailable.
     pub fn unavailable(message: impl Into<String>) -> Self {
-        Self::new(503, "ServiceUnavailable", message)
+        Self::new(503, StatusReason::ServiceUnavailable, message)
     }
 
     /// The `Status` object.
@@ -326,7 +424,7 @@ impl ApiError {
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
+            "reason": self.reason.as_str(),
             "code": self.code,
         });
         if let Some(d) = &self.details {

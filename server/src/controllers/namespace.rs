@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::api::options::DeleteOptions;
+use crate::api::options::ListOptions;
 use crate::api::ApiError;
 use crate::catalog::Catalog;
-use crate::registry::store::{ListOptions, Store, Target, WriteContext};
+use crate::registry::store::{Store, Target, WriteContext};
 
 /// How often Terminating namespaces are re-examined.
 const RESYNC: Duration = Duration::from_millis(500);
@@ -78,10 +80,13 @@ async fn empty_namespace(catalog: &Catalog, store: &Store, ns: &str) -> Result<b
         for obj in &objects.items {
             remaining += 1;
             let name = obj["metadata"]["name"].as_str().unwrap_or_default();
-            match store.delete(res, Some(ns), name, false, None, None).await {
+            match store
+                .delete(res, Some(ns), name, &DeleteOptions::default())
+                .await
+            {
                 Ok(d) if d.deleted => remaining -= 1,
                 Ok(_) => {}
-                Err(e) if e.code == 404 => remaining -= 1,
+                Err(e) if e.is_not_found() => remaining -= 1,
                 Err(e) => return Err(e),
             }
         }

@@ -4,6 +4,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::api::meta::human_age;
+use crate::api::ApiError;
 use crate::catalog::ApiResource;
 use crate::storage::KeyValue;
 
@@ -24,6 +25,18 @@ impl IncludeObject {
             Some("Object") => Ok(IncludeObject::Object),
             Some(other) => Err(format!("includeObject: Unsupported value: {other:?}: supported values: \"None\", \"Metadata\", \"Object\"")),
         }
+    }
+
+    /// The `includeObject` parameter of a query string.
+    pub fn from_query(query: &str) -> Result<Self, ApiError> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct TableOptions {
+            include_object: Option<String>,
+        }
+        let q = actix_web::web::Query::<TableOptions>::from_query(query)
+            .map_err(|e| ApiError::bad_request(format!("invalid query parameters: {e}")))?;
+        Self::parse(q.include_object.as_deref()).map_err(ApiError::bad_request)
     }
 }
 

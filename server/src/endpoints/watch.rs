@@ -12,9 +12,10 @@ use serde_json::{json, Value};
 use super::negotiation::Representation;
 use super::table::{table, IncludeObject};
 use super::ApiState;
+use crate::api::options::{ListOptions, ReadAt};
 use crate::api::ApiError;
 use crate::catalog::ApiResource;
-use crate::registry::store::{ListOptions, ReadAt, WatchStart};
+use crate::registry::store::WatchStart;
 use crate::registry::watcher::{WatchEvent, Watcher};
 
 /// Longest a watch stays open (kube-apiserver's default request timeout range).
@@ -83,7 +84,7 @@ pub async fn serve(
     {
         Ok(watcher) => watcher,
         // As kube-apiserver: a start point too old is an ERROR event (410) in the stream.
-        Err(e) if e.code == 410 => Watcher::failed(res.clone(), e),
+        Err(e) if e.is_expired() => Watcher::failed(res.clone(), e),
         Err(e) => return Err(e),
     };
     let timeout = Duration::from_secs(

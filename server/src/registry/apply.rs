@@ -257,15 +257,13 @@ fn conflict_error(conflicts: &BTreeMap<(String, String, String), Vec<Path>>) -> 
         }
     }
     let plural = if total == 1 { "" } else { "s" };
-    ApiError {
-        code: 409,
-        reason: "Conflict",
-        message: format!(
+    ApiError::conflict_with(
+        format!(
             "Apply failed with {total} conflict{plural}: {}",
             parts.join("\n")
         ),
-        details: Some(json!({ "causes": causes })),
-    }
+        json!({ "causes": causes }),
+    )
 }
 
 /// `.spec.ports[port=80].name`, as kube-apiserver prints field paths.

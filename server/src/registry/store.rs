@@ -12,6 +12,8 @@ use super::{managed_fields, schema};
 use crate::api::meta::{
     meta_str, metadata_mut, now_rfc3339, validate_name, validate_object_meta, SERVER_SET_FIELDS,
 };
+use crate::api::options::DeleteOptions;
+use crate::api::options::{ListOptions, ReadAt};
 use crate::api::selectors::{selects, FieldSelector, LabelSelector};
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::ApiResource;
@@ -22,32 +24,6 @@ use super::watcher::Watcher;
 
 /// How many times a read-modify-write (patch) retries after losing a race.
 const MAX_PATCH_RETRIES: usize = 5;
-
-/// Which state a read is served from: the API's `resourceVersion` semantics.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ReadAt {
-    /// `resourceVersion` unset: the most recent state (a consistent read).
-    #[default]
-    Latest,
-    /// `resourceVersion=0`: any state the server holds, however recent.
-    Any,
-    /// `resourceVersion=N` (`NotOlderThan`): a state at least as new as `N`.
-    NotOlderThan(u64),
-    /// `resourceVersionMatch=Exact`: the state at exactly `N`.
-    Exact(u64),
-}
-
-/// What a list asks for.
-#[derive(Debug, Default)]
-pub struct ListOptions {
-    /// Page size; 0 = everything.
-    pub limit: usize,
-    pub continue_token: Option<String>,
-    /// Which state to serve (a continue token pins its own).
-    pub at: ReadAt,
-    pub labels: LabelSelector,
-    pub fields: FieldSelector,
-}
 
 /// Where a watch starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -751,7 +727,7 @@ impl Store {
                 .write_update(res, ns, name, old, kv.mod_revision, new, target, ctx)
                 .await
             {
-                Err(e) if e.reason == "Conflict" => last = e,
+                Err(e) if e.is_conflict() => last = e,
                 other => return other,
             }
         }
@@ -921,10 +897,11 @@ impl Store {
         res: &ApiResource,
         ns: Option<&str>,
         name: &str,
-        dry_run: bool,
-        precondition_uid: Option<&str>,
-        precondition_rv: Option<&str>,
+        options: &DeleteOptions,
     ) -> Result<Deletion, ApiError> {
+        let dry_run = options.dry_run;
+        let precondition_uid = options.preconditions.uid.as_deref();
+        let precondition_rv = options.preconditions.resource_version.as_deref();
         let key = Self::key(res, ns, name);
         let Some(kv) = self
             .storage
@@ -1008,7 +985,7 @@ impl Store {
             .await
         {
             Ok(_) => Ok(()),
-            Err(e) if e.reason == "AlreadyExists" => Ok(()),
+            Err(e) if e.is_already_exists() => Ok(()),
             Err(e) => Err(e),
         }
     }
