@@ -1,27 +1,67 @@
-//! Request filters that wrap every request, outermost first:
-//!
-//! 1. panic recovery — a bug in any later stage becomes a 500 Status, never a dropped
-//!    connection or a dead worker;
-//! 2. request info — what the request addresses, parsed once, for every stage below;
-//! 3. request logging (the seat of audit) — sees every request, including rejected ones;
-//!    inside it, framework errors (oversized bodies, ...) are turned into `Status`;
-//! 4. authentication, impersonation, max-in-flight and authorization come next, in that
-//!    order (identity before policy, limits before work); they are not built yet;
-//! 5. admission runs inside the handlers, after decoding.
-//!
-//! [`crate::server::run`] applies them in this order in one place.
+//! Request filters, and [`handler_chain`]: the one function that builds the pipeline
+//! (filters, then the delegation chain) and says why its order is what it is.
+//! Authentication, impersonation, max-in-flight and authorization will sit between
+//! request info and the chain, in that order (identity before policy, limits before
+//! work); admission runs inside the handlers, after decoding.
 
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 
 use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::ServiceFactory;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::middleware::Next;
-use actix_web::HttpMessage;
+use actix_web::middleware::{from_fn, Next};
+use actix_web::{web, App, HttpMessage};
 use futures_util::FutureExt;
 
 use crate::api::ApiError;
+use crate::endpoints::negotiation::MAX_BODY_BYTES;
 use crate::endpoints::request_info::RequestInfo;
+use crate::endpoints::ApiState;
+use crate::openapi::{self, OpenApi};
+use crate::server::{chain, health};
+use crate::{discovery, docs};
+
+/// The request pipeline every worker serves, outermost first:
+///
+/// 1. [`recover_panics`]: outermost, so a bug anywhere below (another filter included)
+///    becomes a 500 `Status` and the worker lives on;
+/// 2. [`request_info`]: parsed before anything that decides by what a request addresses
+///    (logging and audit now; authentication, authorization and admission next);
+/// 3. [`log_requests`]: outside the error mapping, so it records the status the client
+///    gets;
+/// 4. [`errors_as_status`]: framework errors (oversized bodies, ...) become `Status`;
+/// 5. the delegation chain: the aggregator (link 1), the non-resource routes and every
+///    resource the catalog serves (link 2), custom resources (link 3), 404 (link 4).
+///
+/// actix applies `wrap` inside-out, so the calls below are written innermost first.
+pub fn handler_chain(
+    state: web::Data<ApiState>,
+    openapi: web::Data<OpenApi>,
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    App::new()
+        .app_data(state)
+        .app_data(openapi)
+        .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
+        .configure(health::configure)
+        .configure(discovery::configure)
+        .configure(openapi::configure)
+        .configure(docs::configure)
+        .default_service(web::to(chain::resources))
+        .wrap(from_fn(chain::aggregator))
+        .wrap(from_fn(errors_as_status))
+        .wrap(from_fn(log_requests))
+        .wrap(from_fn(request_info))
+        .wrap(from_fn(recover_panics))
+}
 
 /// Turns a panic anywhere below into a 500 InternalError Status.
 pub async fn recover_panics(

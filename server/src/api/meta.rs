@@ -5,17 +5,126 @@ use serde_json::{Map, Value};
 
 use super::StatusCause;
 
-/// ObjectMeta fields only the server sets; clients' values are dropped or ignored.
-pub const SERVER_SET_FIELDS: &[&str] = &[
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "managedFields",
-    "selfLink",
+/// The JSON type an ObjectMeta field must have (`null` is always accepted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaType {
+    String,
+    Integer,
+    /// An RFC 3339 time, as a string.
+    Time,
+    StringMap,
+    StringList,
+    ObjectList,
+}
+
+impl MetaType {
+    fn admits(self, v: &Value) -> bool {
+        v.is_null()
+            || match self {
+                MetaType::String | MetaType::Time => v.is_string(),
+                MetaType::Integer => v.is_i64() || v.is_u64(),
+                MetaType::StringMap => v
+                    .as_object()
+                    .is_some_and(|m| m.values().all(Value::is_string)),
+                MetaType::StringList => {
+                    v.as_array().is_some_and(|a| a.iter().all(Value::is_string))
+                }
+                MetaType::ObjectList => {
+                    v.as_array().is_some_and(|a| a.iter().all(Value::is_object))
+                }
+            }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            MetaType::String | MetaType::Time => "a string",
+            MetaType::Integer => "an integer",
+            MetaType::StringMap => "a map of strings",
+            MetaType::StringList => "a list of strings",
+            MetaType::ObjectList => "a list of objects",
+        }
+    }
+}
+
+/// Who writes an ObjectMeta field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaOwner {
+    /// The client (name, labels, finalizers, ...).
+    Client,
+    /// The server; a client's value is dropped, and an update keeps the stored one.
+    ServerKept,
+    /// The server, anew on every write (resourceVersion, managedFields, selfLink).
+    Server,
+}
+
+/// One ObjectMeta field: its JSON name, type and owner.
+#[derive(Debug, Clone, Copy)]
+pub struct MetaField {
+    pub name: &'static str,
+    pub type_: MetaType,
+    pub owner: MetaOwner,
+}
+
+const fn field(name: &'static str, type_: MetaType, owner: MetaOwner) -> MetaField {
+    MetaField { name, type_, owner }
+}
+
+/// ObjectMeta's fields, written once: what decoding checks, pruning keeps, writes clear
+/// and updates carry over all read this table.
+pub const OBJECT_META: &[MetaField] = &[
+    field("name", MetaType::String, MetaOwner::Client),
+    field("generateName", MetaType::String, MetaOwner::Client),
+    field("namespace", MetaType::String, MetaOwner::Client),
+    field("selfLink", MetaType::String, MetaOwner::Server),
+    field("uid", MetaType::String, MetaOwner::ServerKept),
+    field("resourceVersion", MetaType::String, MetaOwner::Server),
+    field("generation", MetaType::Integer, MetaOwner::ServerKept),
+    field("creationTimestamp", MetaType::Time, MetaOwner::ServerKept),
+    field("deletionTimestamp", MetaType::Time, MetaOwner::ServerKept),
+    field(
+        "deletionGracePeriodSeconds",
+        MetaType::Integer,
+        MetaOwner::ServerKept,
+    ),
+    field("labels", MetaType::StringMap, MetaOwner::Client),
+    field("annotations", MetaType::StringMap, MetaOwner::Client),
+    field("ownerReferences", MetaType::ObjectList, MetaOwner::Client),
+    field("finalizers", MetaType::StringList, MetaOwner::Client),
+    field("managedFields", MetaType::ObjectList, MetaOwner::Server),
 ];
+
+/// Whether `name` is an ObjectMeta field.
+pub fn is_meta_field(name: &str) -> bool {
+    OBJECT_META.iter().any(|f| f.name == name)
+}
+
+/// The fields only the server sets; clients' values are dropped or ignored.
+pub fn server_set_fields() -> impl Iterator<Item = &'static str> {
+    OBJECT_META
+        .iter()
+        .filter(|f| f.owner != MetaOwner::Client)
+        .map(|f| f.name)
+}
+
+/// The fields an update keeps from the stored object whatever the client sent.
+pub fn kept_on_update() -> impl Iterator<Item = &'static str> {
+    OBJECT_META
+        .iter()
+        .filter(|f| f.owner == MetaOwner::ServerKept)
+        .map(|f| f.name)
+}
+
+/// Checks the JSON types of the ObjectMeta fields `metadata` carries.
+pub fn check_meta_types(meta: &Map<String, Value>) -> Result<(), String> {
+    for (k, v) in meta {
+        if let Some(f) = OBJECT_META.iter().find(|f| f.name == k) {
+            if !f.type_.admits(v) {
+                return Err(format!("metadata.{k} must be {}", f.type_.describe()));
+            }
+        }
+    }
+    Ok(())
+}
 
 /// The object's `metadata` map, created when absent.
 pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {

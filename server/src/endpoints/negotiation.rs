@@ -98,38 +98,7 @@ fn check_meta_types(obj: &Value) -> Result<(), String> {
         Some(Value::Object(m)) => m,
         Some(_) => return Err("metadata must be an object".into()),
     };
-    for (k, v) in meta {
-        let ok = match k.as_str() {
-            "name" | "generateName" | "namespace" | "uid" | "resourceVersion" | "selfLink" => {
-                v.is_string() || v.is_null()
-            }
-            "generation" | "deletionGracePeriodSeconds" => v.is_i64() || v.is_u64() || v.is_null(),
-            "creationTimestamp" | "deletionTimestamp" => v.is_string() || v.is_null(),
-            "labels" | "annotations" => {
-                v.is_null()
-                    || v.as_object()
-                        .is_some_and(|m| m.values().all(Value::is_string))
-            }
-            "finalizers" => {
-                v.is_null() || v.as_array().is_some_and(|a| a.iter().all(Value::is_string))
-            }
-            "ownerReferences" | "managedFields" => {
-                v.is_null() || v.as_array().is_some_and(|a| a.iter().all(Value::is_object))
-            }
-            _ => true,
-        };
-        if !ok {
-            let want = match k.as_str() {
-                "labels" | "annotations" => "a map of strings",
-                "finalizers" => "a list of strings",
-                "ownerReferences" | "managedFields" => "a list of objects",
-                "generation" | "deletionGracePeriodSeconds" => "an integer",
-                _ => "a string",
-            };
-            return Err(format!("metadata.{k} must be {want}"));
-        }
-    }
-    Ok(())
+    crate::api::meta::check_meta_types(meta)
 }
 
 /// apiVersion and kind, when given, must name this resource.

@@ -25,8 +25,8 @@ struct Owner {
 /// Prepares an apply configuration: drops what a client may not set.
 pub fn clean_intent(mut intent: Value) -> Value {
     if let Some(meta) = intent.get_mut("metadata").and_then(Value::as_object_mut) {
-        for f in crate::api::meta::SERVER_SET_FIELDS {
-            meta.remove(*f);
+        for f in crate::api::meta::server_set_fields() {
+            meta.remove(f);
         }
     }
     intent

@@ -55,7 +55,7 @@ pub(crate) fn field_set(
             "metadata" => {
                 if let Some(meta) = v.as_object() {
                     for (mk, mv) in meta.iter().filter(|(mk, _)| {
-                        !crate::api::meta::SERVER_SET_FIELDS.contains(&mk.as_str())
+                        !crate::api::meta::server_set_fields().any(|f| f == mk.as_str())
                             && !IDENTITY_META.contains(&mk.as_str())
                     }) {
                         let list_schema = match mk.as_str() {

@@ -4,8 +4,10 @@
 
 pub mod apply;
 pub mod cacher;
+pub mod codec;
 pub mod managed_fields;
 pub mod schema;
+pub mod storage_errors;
 pub mod store;
 pub mod strategic_merge;
 pub mod strategy;

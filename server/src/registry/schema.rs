@@ -5,25 +5,6 @@ use serde_json::Value;
 
 use crate::api::StatusCause;
 
-/// Fields of `metadata` a client may send (ObjectMeta's JSON names).
-const OBJECT_META_FIELDS: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
-
 /// The key fields of a `x-kubernetes-list-type: map` list.
 pub fn list_map_keys(schema: &Value) -> Vec<&str> {
     schema
@@ -51,7 +32,7 @@ pub fn prune(obj: &mut Value, schema: &Value) -> Vec<String> {
     if let Some(map) = obj.as_object_mut() {
         if let Some(Value::Object(meta)) = map.get_mut("metadata") {
             meta.retain(|k, _| {
-                let keep = OBJECT_META_FIELDS.contains(&k.as_str());
+                let keep = crate::api::meta::is_meta_field(k);
                 if !keep {
                     unknown.push(format!("metadata.{k}"));
                 }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
 use super::cacher::{CacheWatch, Cacher};
-use super::store::decode;
+use super::codec::decode;
 use crate::api::selectors::{selects, FieldSelector, LabelSelector};
 use crate::api::ApiError;
 use crate::catalog::ApiResource;
@@ -247,7 +247,7 @@ impl Watcher {
                 },
                 Source::Storage(events) => match events.recv().await? {
                     Ok(e) => e,
-                    Err(e) => return Some(Err(super::store::map_err(&self.res, "", e))),
+                    Err(e) => return Some(Err(super::storage_errors::map_err(&self.res, "", e))),
                 },
                 Source::Failed(error) => return error.take().map(Err),
             };

@@ -9,19 +9,17 @@ pub mod tls;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use actix_web::middleware::from_fn;
-use actix_web::{web, App, HttpServer};
+use actix_web::{web, HttpServer};
 use clap::Parser;
 use serde_json::json;
 
 use crate::catalog::Catalog;
-use crate::endpoints::negotiation::MAX_BODY_BYTES;
 use crate::endpoints::ApiState;
 use crate::openapi::OpenApi;
 use crate::options::ServerRunOptions;
 use crate::registry::Store;
 use crate::storage::Storage;
-use crate::{discovery, docs, filters, generated, openapi};
+use crate::{filters, generated};
 
 /// Namespaces that exist from the first start, as in every Kubernetes cluster.
 const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-node-lease", "kube-public", "kube-system"];
@@ -115,27 +113,8 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
 
     // 4. The delegation chain inside the request filters.
     let app_state = state.clone();
-    let mut server = HttpServer::new(move || {
-        App::new()
-            .app_data(app_state.clone())
-            .app_data(openapi.clone())
-            .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
-            // Link 2: the non-resource paths, then every resource the catalog serves;
-            // links 3 (custom resources) and 4 (404) behind it.
-            .configure(health::configure)
-            .configure(discovery::configure)
-            .configure(openapi::configure)
-            .configure(docs::configure)
-            .default_service(web::to(chain::resources))
-            // Link 1: the aggregator sees every request first.
-            .wrap(from_fn(chain::aggregator))
-            // Filters, innermost first (see `filters`): errors as Status, logging, request
-            // info, then panic recovery outermost.
-            .wrap(from_fn(filters::errors_as_status))
-            .wrap(from_fn(filters::log_requests))
-            .wrap(from_fn(filters::request_info))
-            .wrap(from_fn(filters::recover_panics))
-    });
+    let mut server =
+        HttpServer::new(move || filters::handler_chain(app_state.clone(), openapi.clone()));
     if opts.workers > 0 {
         server = server.workers(opts.workers);
     }

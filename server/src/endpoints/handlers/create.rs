@@ -2,12 +2,9 @@
 
 use actix_web::HttpRequest;
 
-use super::{
-    body_duplicates, check_body_namespace, field_validation, with_warnings, write_context,
-    write_representation, Reply,
-};
+use super::{decode_object, with_warnings, write_context, write_representation, Reply};
 use crate::api::options::{WriteKind, WriteOptions};
-use crate::endpoints::negotiation::{decode_body, respond_object};
+use crate::endpoints::negotiation::respond_object;
 use crate::endpoints::{ApiState, RequestScope};
 
 pub(super) async fn create(
@@ -19,18 +16,10 @@ pub(super) async fn create(
     let res = &scope.resource;
     let opts = WriteOptions::parse(req.query_string(), WriteKind::Create)?;
     let repr = write_representation(req);
-    let mut obj = decode_body(req, body, res)?;
-    let ns = scope.namespace();
-    check_body_namespace(ns, &obj)?;
-    let warnings = field_validation(
-        res,
-        &mut obj,
-        opts.field_validation,
-        &body_duplicates(req, body),
-    )?;
+    let (obj, warnings) = decode_object(req, body, scope, &opts)?;
     let created = state
         .store
-        .create(res, ns, obj, &write_context(req, &opts))
+        .create(res, scope.namespace(), obj, &write_context(req, &opts))
         .await?;
     Ok(with_warnings(
         respond_object(req, 201, &created, repr, res),

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use codegen::endpoints::Verb;
 use serde_json::{json, Value};
 
-use super::negotiation::{representation, Representation};
+use super::negotiation::{decode_body, representation, Representation};
 use super::{ApiState, RequestScope};
 use crate::api::options::{FieldValidation, ReadAt, WriteOptions};
 use crate::api::ApiError;
@@ -84,6 +84,22 @@ fn field_validation(
             problems.join(", ")
         ))),
     }
+}
+
+/// The body of a create or update: decoded, its namespace checked against the URL's,
+/// and unknown or duplicate fields handled as `fieldValidation` says (the warnings).
+fn decode_object(
+    req: &HttpRequest,
+    body: &[u8],
+    scope: &RequestScope,
+    opts: &WriteOptions,
+) -> Result<(Value, Vec<String>), ApiError> {
+    let res = &scope.resource;
+    let mut obj = decode_body(req, body, res)?;
+    check_body_namespace(scope.namespace(), &obj)?;
+    let duplicates = body_duplicates(req, body);
+    let warnings = field_validation(res, &mut obj, opts.field_validation, &duplicates)?;
+    Ok((obj, warnings))
 }
 
 /// A namespace in the body must be the one in the URL.

@@ -4,13 +4,10 @@ use actix_web::HttpRequest;
 use codegen::endpoints::Subresource;
 use serde_json::Value;
 
-use super::{
-    body_duplicates, check_body_namespace, field_validation, with_warnings, write_context,
-    write_representation, Reply,
-};
+use super::{decode_object, with_warnings, write_context, write_representation, Reply};
 use crate::api::options::{WriteKind, WriteOptions};
 use crate::api::ApiError;
-use crate::endpoints::negotiation::{decode_body, respond, respond_object};
+use crate::endpoints::negotiation::{respond, respond_object};
 use crate::endpoints::scale::{apply_scale, to_scale};
 use crate::endpoints::{ApiState, RequestScope};
 use crate::registry::store::Target;
@@ -40,14 +37,7 @@ pub(super) async fn update(
             .await?;
         return Ok(respond(req, 200, &to_scale(res, &updated)?, repr));
     }
-    let mut obj = decode_body(req, body, res)?;
-    check_body_namespace(ns, &obj)?;
-    let warnings = field_validation(
-        res,
-        &mut obj,
-        opts.field_validation,
-        &body_duplicates(req, body),
-    )?;
+    let (obj, warnings) = decode_object(req, body, scope, &opts)?;
     let updated = state
         .store
         .update(res, ns, name, obj, scope.target(), &ctx)

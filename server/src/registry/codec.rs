@@ -1,0 +1,113 @@
+//! The stored-object codec: how objects are laid out in storage (kind, apiVersion and
+//! metadata first, no resourceVersion: it is the storage revision) and turned back into
+//! API objects, decoded or as bytes with the resourceVersion spliced in.
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use crate::api::meta::metadata_mut;
+use crate::api::ApiError;
+use crate::catalog::ApiResource;
+use crate::storage::KeyValue;
+
+/// A stored object, decoded, with its resourceVersion (the key's modification revision).
+pub fn decode(res: &ApiResource, kv: &KeyValue) -> Result<Value, ApiError> {
+    let mut obj: Value = serde_json::from_slice(&kv.value).map_err(|e| {
+        ApiError::internal(format!(
+            "stored {} at {} is not valid JSON: {e}",
+            res.def.kind, kv.key
+        ))
+    })?;
+    metadata_mut(&mut obj).insert(
+        "resourceVersion".into(),
+        Value::String(kv.mod_revision.to_string()),
+    );
+    Ok(obj)
+}
+
+/// The stored form: no resourceVersion (it is the storage revision), and kind,
+/// apiVersion and metadata first so lists can be served from the bytes.
+pub fn encode(obj: &Value) -> Bytes {
+    let mut stored = serde_json::Map::new();
+    if let Some(m) = obj.as_object() {
+        for k in ["kind", "apiVersion", "metadata"] {
+            if let Some(v) = m.get(k) {
+                stored.insert(k.to_string(), v.clone());
+            }
+        }
+        for (k, v) in m {
+            if !stored.contains_key(k) {
+                stored.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("resourceVersion");
+    }
+    Bytes::from(serde_json::to_vec(&Value::Object(stored)).expect("JSON values always serialize"))
+}
+
+/// The stored JSON with `"resourceVersion":"<rev>"` spliced into its top-level metadata,
+/// when the layout allows it safely: the first `{` after the opening brace must open
+/// `"metadata"` (the store writes kind, apiVersion and metadata first). `None` otherwise.
+fn splice_resource_version(stored: &[u8], rev: u64) -> Option<Bytes> {
+    const KEY: &[u8] = b"\"metadata\":{";
+    let first_brace = stored.iter().skip(1).position(|b| *b == b'{')? + 1;
+    let start = (first_brace + 1).checked_sub(KEY.len())?;
+    if &stored[start..=first_brace] != KEY || stored.first() != Some(&b'{') {
+        return None;
+    }
+    let empty = stored.get(first_brace + 1) == Some(&b'}');
+    let mut out = Vec::with_capacity(stored.len() + 32);
+    out.extend_from_slice(&stored[..=first_brace]);
+    out.extend_from_slice(format!("\"resourceVersion\":\"{rev}\"").as_bytes());
+    if !empty {
+        out.push(b',');
+    }
+    out.extend_from_slice(&stored[first_brace + 1..]);
+    Some(Bytes::from(out))
+}
+
+/// The stored object as JSON bytes with its resourceVersion: spliced in when the layout
+/// allows, else decoded and encoded again.
+pub fn json_bytes(res: &ApiResource, kv: &KeyValue) -> Result<Bytes, ApiError> {
+    match splice_resource_version(&kv.value, kv.mod_revision) {
+        Some(b) => Ok(b),
+        None => Ok(Bytes::from(
+            serde_json::to_vec(&decode(res, kv)?).unwrap_or_default(),
+        )),
+    }
+}
+
+/// `obj` with its resourceVersion set to `rev`.
+pub fn with_rv(mut obj: Value, rev: u64) -> Value {
+    metadata_mut(&mut obj).insert("resourceVersion".into(), Value::String(rev.to_string()));
+    obj
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn resource_version_is_spliced_into_stored_bytes() {
+        let obj = json!({ "data": { "a": "{" }, "metadata": { "name": "x", "resourceVersion": "1" }, "apiVersion": "v1", "kind": "ConfigMap" });
+        let stored = encode(&obj);
+        let spliced =
+            splice_resource_version(&stored, 42).expect("the store writes metadata first");
+        let back: Value = serde_json::from_slice(&spliced).unwrap();
+        assert_eq!(
+            back["metadata"],
+            json!({ "resourceVersion": "42", "name": "x" })
+        );
+        assert_eq!(back["data"]["a"], "{");
+        // Empty metadata, and layouts that do not start with metadata, are handled.
+        let empty = splice_resource_version(br#"{"kind":"X","metadata":{}}"#, 7).unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&empty).unwrap()["metadata"]["resourceVersion"],
+            "7"
+        );
+        assert!(splice_resource_version(br#"{"spec":{"metadata":{}},"metadata":{}}"#, 7).is_none());
+    }
+}

@@ -1,0 +1,18 @@
+//! The one place storage errors become API errors (handlers only ever see `ApiError`).
+
+use crate::api::ApiError;
+use crate::catalog::ApiResource;
+use crate::storage::StorageError;
+
+/// The one place storage errors become API errors.
+pub fn map_err(res: &ApiResource, name: &str, e: StorageError) -> ApiError {
+    match e {
+        StorageError::NotFound(_) => ApiError::not_found(res, name),
+        StorageError::AlreadyExists(_) => ApiError::already_exists(res, name),
+        StorageError::Conflict { .. } => ApiError::conflict(res, name),
+        StorageError::Expired { requested, oldest } => {
+            ApiError::expired(format!("too old resource version: {requested} ({oldest})"))
+        }
+        StorageError::Internal(msg) => ApiError::internal(msg),
+    }
+}
