@@ -87,6 +87,35 @@ pub enum Target {
     Status,
 }
 
+/// Where a read is served from ([`Store::source`] chooses).
+enum Source {
+    /// The watch cache, which holds the state asked for (its current one).
+    Cache(Arc<Cacher>),
+    /// The state at a past revision: from the cache (if any) while that revision is in
+    /// its window, else from storage's history.
+    At(Option<Arc<Cacher>>, u64),
+    /// Storage's current state.
+    Storage,
+}
+
+impl Source {
+    /// The same source, held at `revision` unless it already is at one.
+    fn pin(self, revision: u64) -> Source {
+        match self {
+            Source::Cache(c) => Source::At(Some(c), revision),
+            Source::Storage => Source::At(None, revision),
+            at @ Source::At(..) => at,
+        }
+    }
+
+    fn revision(&self) -> Option<u64> {
+        match self {
+            Source::At(_, rev) => Some(*rev),
+            Source::Cache(_) | Source::Storage => None,
+        }
+    }
+}
+
 /// The generic registry store.
 #[derive(Clone)]
 pub struct Store {
@@ -167,6 +196,23 @@ impl Store {
         }));
     }
 
+    /// Where a read of `res` at `at` (or at the `pinned` revision of a continue token or
+    /// `Exact` list) is served from: the one place the watch cache or storage is chosen.
+    async fn source(
+        &self,
+        res: &ApiResource,
+        at: ReadAt,
+        pinned: Option<u64>,
+    ) -> Result<Source, ApiError> {
+        if let Some(rev) = pinned {
+            return Ok(Source::At(self.cacher(res), rev));
+        }
+        Ok(match self.cache_for(res, at).await? {
+            Some(cacher) => Source::Cache(cacher),
+            None => Source::Storage,
+        })
+    }
+
     /// The watch cache, once it can serve a read at `at`; `None` sends the read to storage.
     async fn cache_for(
         &self,
@@ -240,9 +286,9 @@ impl Store {
         at: ReadAt,
     ) -> Result<KeyValue, ApiError> {
         let key = Self::key(res, ns, name);
-        let found = match self.cache_for(res, at).await? {
-            Some(cacher) => cacher.get(&key),
-            None => self
+        let found = match self.source(res, at, None).await? {
+            Source::Cache(cacher) => cacher.get(&key),
+            Source::At(..) | Source::Storage => self
                 .storage
                 .get(&key)
                 .await
@@ -336,12 +382,8 @@ impl Store {
                 _ => (None, None),
             },
         };
-        let cacher = match pinned {
-            Some(_) => self.cacher(res),
-            None => self.cache_for(res, opts.at).await?,
-        };
+        let mut source = self.source(res, opts.at, pinned).await?;
         let mut items = Vec::new();
-        let mut revision = pinned;
         loop {
             let want = if opts.limit == 0 {
                 0
@@ -349,7 +391,7 @@ impl Store {
                 opts.limit - items.len()
             };
             let page = self
-                .read_page(cacher.as_deref(), &prefix, start.as_deref(), want, revision)
+                .read_page(&source, &prefix, start.as_deref(), want)
                 .await;
             let page = page.map_err(|e| match e {
                 StorageError::Expired { .. } if opts.continue_token.is_some() => {
@@ -357,7 +399,9 @@ impl Store {
                 }
                 other => map_err(res, "", other),
             })?;
-            let page_rev = *revision.get_or_insert(page.revision);
+            // Later pages read the state the first one did.
+            source = source.pin(page.revision);
+            let page_rev = source.revision().unwrap_or(page.revision);
             for kv in &page.items {
                 if let Some(item) = convert(kv)? {
                     items.push(item);
@@ -388,24 +432,23 @@ impl Store {
         }
     }
 
-    /// One page of keys: from the watch cache when it holds the revision asked for (or,
-    /// with no revision, its current state), else from storage.
+    /// One page of keys from `source`: a past revision from the watch cache while it is
+    /// in its window, else from storage's history.
     async fn read_page(
         &self,
-        cacher: Option<&Cacher>,
+        source: &Source,
         prefix: &str,
         start: Option<&str>,
         limit: usize,
-        revision: Option<u64>,
     ) -> Result<ListPage, StorageError> {
-        match (cacher, revision) {
-            (Some(c), None) => Ok(c.list(prefix, start, limit)),
-            (Some(c), Some(rev)) => match c.list_at(prefix, start, limit, rev) {
+        match source {
+            Source::Cache(c) => Ok(c.list(prefix, start, limit)),
+            Source::At(Some(c), rev) => match c.list_at(prefix, start, limit, *rev) {
                 Some(page) => Ok(page),
-                None => self.storage.list_at(prefix, start, limit, rev).await,
+                None => self.storage.list_at(prefix, start, limit, *rev).await,
             },
-            (None, Some(rev)) => self.storage.list_at(prefix, start, limit, rev).await,
-            (None, None) => self.storage.list(prefix, start, limit).await,
+            Source::At(None, rev) => self.storage.list_at(prefix, start, limit, *rev).await,
+            Source::Storage => self.storage.list(prefix, start, limit).await,
         }
     }
 
@@ -423,7 +466,7 @@ impl Store {
         let prefix = Self::prefix(&res, ns);
         // The starting objects from the cache when it is current enough.
         if let WatchStart::State(at) = start {
-            if let Some(cacher) = self.cache_for(&res, at).await? {
+            if let Source::Cache(cacher) = self.source(&res, at, None).await? {
                 if let Some(w) = cacher.watch(&prefix, None) {
                     return Ok(Watcher::from_cache(res, prefix, labels, fields, cacher, w));
                 }
