@@ -317,3 +317,69 @@ async fn a_kind_registered_while_serving_is_served_until_unregistered() {
         200
     );
 }
+
+/// Waits until the server's log contains `text`.
+fn wait_for_log(s: &TestServer, text: &str) {
+    let deadline = Instant::now() + SETTLE;
+    while !s.stderr().contains(text) {
+        assert!(
+            Instant::now() < deadline,
+            "the log never said {text:?}:\n{}",
+            s.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn definitions_that_cannot_be_served_are_skipped_with_the_reason() {
+    let defs = tempfile::TempDir::new().unwrap();
+    let dir = defs.path().to_str().unwrap().to_string();
+    // A typo (codegen's own diagnostic, with file:line:col) and a kind that is already
+    // compiled in; the good definition beside them is served all the same.
+    std::fs::write(
+        defs.path().join("broken.yaml"),
+        GIZMO
+            .replace("kind: Gizmo", "kind: Broken")
+            .replace("type: integer", "type: intger"),
+    )
+    .unwrap();
+    std::fs::write(
+        defs.path().join("clash.yaml"),
+        "group: example.dev\nversion: v1\nkind: Widget\nscope: Namespaced\nschema:\n  type: object\n",
+    )
+    .unwrap();
+    std::fs::write(defs.path().join("gizmo.yaml"), GIZMO).unwrap();
+    let s = TestServer::start_with_flags(&["--definitions-dir", &dir]);
+    let c = s.client().await;
+    wait_for_status(&c, GIZMOS, 200).await;
+    let broken = defs.path().join("broken.yaml");
+    wait_for_log(&s, &format!("{}:17:", broken.display()));
+    wait_for_log(&s, "unknown type `intger`");
+    wait_for_log(
+        &s,
+        "resource \"widgets\" is already served in example.dev/v1",
+    );
+    // The compiled-in Widget is the one served (its schema requires spec.color).
+    let widget = raw_request(
+        &c,
+        "POST",
+        "/apis/example.dev/v1/namespaces/default/widgets",
+        Some("application/json"),
+        r#"{"apiVersion":"example.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{}}"#,
+    )
+    .await;
+    assert_eq!(widget.status, 422, "{}", widget.text);
+    // Fixing the file serves it.
+    std::fs::write(
+        &broken,
+        GIZMO.replace("Gizmo", "Broken").replace("[gz]", "[br]"),
+    )
+    .unwrap();
+    wait_for_status(
+        &c,
+        "/apis/live.example.dev/v1/namespaces/default/brokens",
+        200,
+    )
+    .await;
+}

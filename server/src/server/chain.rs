@@ -2,11 +2,11 @@
 //! custom resources (APIExtensions) → 404 NotFound. Each link serves what it owns and
 //! hands everything else to the next.
 
+use std::rc::Rc;
+
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
-use std::rc::Rc;
-
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 use bytes::Bytes;
 
@@ -35,15 +35,14 @@ pub async fn resources(
     let info = request_info(&req);
     match RequestScope::resolve(info, req.method().as_str(), &state.catalog)? {
         Some(scope) => handlers::serve(req, body, state, scope).await,
-        None => apiextensions(&req, &state),
+        None => apiextensions(&req),
     }
 }
 
-/// Link 3, the APIExtensions server: will serve the kinds CustomResourceDefinitions
-/// define (as catalog entries of their own), then delegates to link 4. Entries registered
-/// at run time are served by link 2 already, since every link reads the same catalog.
-fn apiextensions(req: &HttpRequest, state: &ApiState) -> Result<HttpResponse, ApiError> {
-    let _ = &state.catalog;
+/// Link 3, the APIExtensions server: will serve the CustomResourceDefinition API itself;
+/// the kinds CRDs define become catalog entries, which link 2 serves like any other (an
+/// entry registered at run time is routed there at once). Delegates to link 4.
+fn apiextensions(req: &HttpRequest) -> Result<HttpResponse, ApiError> {
     not_found(req)
 }
 
