@@ -9,7 +9,12 @@ use crate::diagnostics::Location;
 
 /// The per-kind hooks the server provides by name (`strategy:` in a definition): what
 /// kube-apiserver keeps in each built-in kind's `strategy.go`.
-pub const STRATEGIES: &[&str] = &["ConfigMap", "Namespace", "Secret"];
+pub const STRATEGIES: &[&str] = &[
+    "ConfigMap",
+    "CustomResourceDefinition",
+    "Namespace",
+    "Secret",
+];
 
 /// A resource as a user declared it: identity, REST shape, schema and presentation.
 ///

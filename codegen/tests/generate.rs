@@ -121,7 +121,14 @@ fn the_shipped_definitions_are_valid() {
     let kinds: Vec<&str> = defs.iter().map(|d| d.kind.as_str()).collect();
     assert_eq!(
         kinds,
-        ["ConfigMap", "Namespace", "Secret", "Gadget", "Widget"]
+        [
+            "ConfigMap",
+            "Namespace",
+            "Secret",
+            "CustomResourceDefinition",
+            "Gadget",
+            "Widget"
+        ]
     );
 }
 

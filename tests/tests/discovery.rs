@@ -459,15 +459,15 @@ fn kubectl_api_resources_and_api_versions() {
     let cluster = s.kubectl_ok(&["api-resources", "--namespaced=false"]);
     assert_eq!(
         first_column(&cluster),
-        ["gadgets", "namespaces"],
+        ["customresourcedefinitions", "gadgets", "namespaces"],
         "{cluster}"
     );
     let watchable = s.kubectl_ok(&["api-resources", "--verbs=watch", "-o", "name"]);
-    assert_eq!(watchable.lines().count(), 5, "{watchable}");
+    assert_eq!(watchable.lines().count(), 6, "{watchable}");
     let versions = s.kubectl_ok(&["api-versions"]);
     assert_eq!(
         versions.lines().collect::<Vec<_>>(),
-        ["example.dev/v1", "v1"]
+        ["apiextensions.k8s.io/v1", "example.dev/v1", "v1"]
     );
 }
 
@@ -593,7 +593,7 @@ async fn docs_page_renders_the_kinds_in_headless_chromium() {
         String::from_utf8_lossy(&out.stderr)
     );
     for want in [
-        "kinds from 2 OpenAPI documents",
+        "kinds from 3 OpenAPI documents",
         r#"data-anchor="example.dev/v1.Widget""#,
         "ConfigMap holds configuration data for pods to consume.",
         "/api/v1/namespaces/{namespace}/configmaps/{name}",

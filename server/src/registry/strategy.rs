@@ -196,6 +196,93 @@ impl Strategy for NamespaceStrategy {
     }
 }
 
+/// CustomResourceDefinition: the checks kube-apiserver makes of a definition's names
+/// and versions (the schema is checked when the definition is served: see
+/// `controllers::crd`); status is the server's.
+pub struct CustomResourceDefinitionStrategy;
+impl Strategy for CustomResourceDefinitionStrategy {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({});
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<StatusCause> {
+        let mut causes = Vec::new();
+        let spec = &obj["spec"];
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        let (group, plural) = (text(&spec["group"]), text(&spec["names"]["plural"]));
+        let name = text(&obj["metadata"]["name"]);
+        if name != format!("{plural}.{group}") {
+            causes.push(StatusCause::invalid(
+                "metadata.name",
+                &name,
+                "must be spec.names.plural+\".\"+spec.group",
+            ));
+        }
+        if !group.contains('.') {
+            causes.push(StatusCause::invalid(
+                "spec.group",
+                &group,
+                "should be a domain with at least one dot",
+            ));
+        }
+        for (field, value) in [
+            ("spec.names.plural", &spec["names"]["plural"]),
+            ("spec.names.singular", &spec["names"]["singular"]),
+        ] {
+            let v = text(value);
+            let label = v.len() <= 63
+                && v.starts_with(|c: char| c.is_ascii_lowercase())
+                && v.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !v.ends_with('-');
+            if !value.is_null() && !label {
+                causes.push(StatusCause::invalid(
+                    field,
+                    &v,
+                    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
+                ));
+            }
+        }
+        if spec["preserveUnknownFields"] == json!(true) {
+            causes.push(StatusCause::invalid(
+                "spec.preserveUnknownFields",
+                "true",
+                "cannot set to true, set x-kubernetes-preserve-unknown-fields to true in openAPIV3Schema instead",
+            ));
+        }
+        let versions = spec["versions"].as_array().cloned().unwrap_or_default();
+        if versions.is_empty() {
+            causes.push(StatusCause::required(
+                "spec.versions",
+                "must have at least one version",
+            ));
+        } else if versions
+            .iter()
+            .filter(|v| v["storage"] == json!(true))
+            .count()
+            != 1
+        {
+            causes.push(StatusCause::invalid(
+                "spec.versions",
+                &serde_json::to_string(&versions).unwrap_or_default(),
+                "must have exactly one version marked as storage version",
+            ));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, v) in versions.iter().enumerate() {
+            let name = text(&v["name"]);
+            if !seen.insert(name.clone()) {
+                causes.push(StatusCause::invalid(
+                    &format!("spec.versions[{i}].name"),
+                    &name,
+                    "must appear only once",
+                ));
+            }
+        }
+        causes
+    }
+}
+
 /// The hooks a definition names (`strategy:`, one of codegen's `STRATEGIES`), or the
 /// generic ones of built-in or custom kinds.
 pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy, String> {
@@ -203,6 +290,7 @@ pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy,
         Some("Secret") => &SecretStrategy,
         Some("ConfigMap") => &ConfigMapStrategy,
         Some("Namespace") => &NamespaceStrategy,
+        Some("CustomResourceDefinition") => &CustomResourceDefinitionStrategy,
         Some(other) => return Err(format!("the server has no strategy named {other:?}")),
         None if builtin => &PlainCoreStrategy,
         None => &DefaultStrategy,

@@ -106,6 +106,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
     });
     bootstrap(&state).await?;
     crate::controllers::namespace::spawn(catalog.clone(), state.store.clone());
+    crate::controllers::crd::spawn(catalog.clone(), state.store.clone());
     if let Some(dir) = &opts.definitions_dir {
         crate::controllers::definitions::spawn(catalog.clone(), dir.clone());
     }

@@ -1,0 +1,380 @@
+//! The CustomResourceDefinition controller (kube-apiserver's naming and establishing
+//! controllers in one): every served version of a definition becomes an entry of the live
+//! catalog, served like any compiled-in kind, and the definition's status says so
+//! (`NamesAccepted`, `Established`, `acceptedNames`, `storedVersions`). A definition
+//! whose names another kind holds is not served (`NamesAccepted=False`).
+//!
+//! A definition is turned into codegen's model and checked by codegen's own validator,
+//! so a CRD and a definition file are held to the same rules.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use codegen::model::{
+    Origin, PrinterColumn, ResourceDef, ScaleSubresource, Schema, Scope, Subresources,
+};
+use serde_json::{json, Value};
+
+use crate::api::meta::now_rfc3339;
+use crate::api::options::ListOptions;
+use crate::catalog::{Catalog, RegisterError};
+use crate::registry::store::{Store, Target, WriteContext};
+
+/// How often definitions are looked at again.
+const RESYNC: Duration = Duration::from_millis(300);
+
+/// The field manager of the status this controller writes.
+const MANAGER: &str = "apiextensions-apiserver";
+
+/// What one definition registered, and for which generation of its spec.
+struct Served {
+    generation: i64,
+    /// `(group, version, plural)` of each registered entry.
+    entries: Vec<(String, String, String)>,
+    /// The status it should have.
+    status: Value,
+}
+
+/// Runs the controller until the process ends.
+pub fn spawn(catalog: Arc<Catalog>, store: Store) {
+    tokio::spawn(async move {
+        let mut served: BTreeMap<String, Served> = BTreeMap::new();
+        loop {
+            if let Err(e) = sync(&catalog, &store, &mut served).await {
+                tracing::warn!("customresourcedefinition controller: {e}");
+            }
+            tokio::time::sleep(RESYNC).await;
+        }
+    });
+}
+
+async fn sync(
+    catalog: &Catalog,
+    store: &Store,
+    served: &mut BTreeMap<String, Served>,
+) -> Result<(), String> {
+    let Some(crds) = catalog.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") else {
+        return Ok(());
+    };
+    let list = store
+        .list(&crds, None, &ListOptions::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    let names: Vec<String> = list
+        .items
+        .iter()
+        .filter(|c| c["metadata"]["deletionTimestamp"].is_null())
+        .filter_map(|c| c["metadata"]["name"].as_str().map(str::to_string))
+        .collect();
+    // Definitions that are gone (or going) stop being served.
+    let gone: Vec<String> = served
+        .keys()
+        .filter(|n| !names.contains(n))
+        .cloned()
+        .collect();
+    for name in gone {
+        if let Some(s) = served.remove(&name) {
+            unregister(catalog, &s.entries);
+        }
+    }
+    for crd in list
+        .items
+        .iter()
+        .filter(|c| c["metadata"]["deletionTimestamp"].is_null())
+    {
+        let name = crd["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let generation = crd["metadata"]["generation"].as_i64().unwrap_or(0);
+        if served.get(&name).is_none_or(|s| s.generation != generation) {
+            if let Some(old) = served.remove(&name) {
+                unregister(catalog, &old.entries);
+            }
+            let (entries, status) = serve(catalog, crd);
+            served.insert(
+                name.clone(),
+                Served {
+                    generation,
+                    entries,
+                    status,
+                },
+            );
+        }
+        let want = &served[&name].status;
+        if !same_status(&crd["status"], want) {
+            let mut updated = crd.clone();
+            updated["status"] = with_transition_times(&crd["status"], want);
+            // A conflict (someone wrote meanwhile) is retried on the next pass.
+            let ctx = WriteContext::new(MANAGER);
+            if let Err(e) = store
+                .update(&crds, None, &name, updated, Target::Status, &ctx)
+                .await
+            {
+                if !e.is_conflict() {
+                    return Err(e.to_string());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn unregister(catalog: &Catalog, entries: &[(String, String, String)]) {
+    for (g, v, p) in entries {
+        catalog.unregister(g, v, p);
+    }
+}
+
+/// Registers the served versions of `crd`; what it registered and the status to write.
+fn serve(catalog: &Catalog, crd: &Value) -> (Vec<(String, String, String)>, Value) {
+    let names = accepted_names(&crd["spec"]["names"]);
+    let stored = storage_version(crd);
+    let status = |accepted: (&str, &str, String), established: (&str, &str, String)| {
+        let mut s = json!({
+            "conditions": [
+                { "type": "NamesAccepted", "status": accepted.0, "reason": accepted.1, "message": accepted.2 },
+                { "type": "Established", "status": established.0, "reason": established.1, "message": established.2 },
+            ],
+            "acceptedNames": if accepted.0 == "True" { names.clone() } else { json!({ "plural": "", "kind": "" }) },
+            "storedVersions": stored.iter().collect::<Vec<_>>(),
+        });
+        if let Some(g) = crd["metadata"]["generation"].as_i64() {
+            s["observedGeneration"] = json!(g);
+        }
+        s
+    };
+    let defs = match definitions(crd) {
+        Ok(defs) => defs,
+        Err(why) => {
+            let s = status(
+                ("True", "NoConflicts", "no conflicts found".into()),
+                (
+                    "False",
+                    "Installing",
+                    format!("the definition cannot be served: {why}"),
+                ),
+            );
+            return (Vec::new(), s);
+        }
+    };
+    let mut entries = Vec::new();
+    for def in defs {
+        let key = (def.group.clone(), def.version.clone(), def.plural.clone());
+        match catalog.register(def) {
+            Ok(_) => entries.push(key),
+            Err(RegisterError::Conflict(why)) => {
+                unregister(catalog, &entries);
+                let s = status(
+                    ("False", "NameConflict", why),
+                    ("False", "NotAccepted", "not all names are accepted".into()),
+                );
+                return (Vec::new(), s);
+            }
+            Err(RegisterError::Invalid(why)) => {
+                unregister(catalog, &entries);
+                let s = status(
+                    ("True", "NoConflicts", "no conflicts found".into()),
+                    ("False", "Installing", why),
+                );
+                return (Vec::new(), s);
+            }
+        }
+    }
+    let s = status(
+        ("True", "NoConflicts", "no conflicts found".into()),
+        (
+            "True",
+            "InitialNamesAccepted",
+            "the initial names have been accepted".into(),
+        ),
+    );
+    (entries, s)
+}
+
+/// `spec.names` with the defaults filled in, as `status.acceptedNames` shows them.
+fn accepted_names(names: &Value) -> Value {
+    let kind = names["kind"].as_str().unwrap_or_default();
+    let mut n = names.clone();
+    if n["singular"].as_str().is_none_or(str::is_empty) {
+        n["singular"] = json!(kind.to_lowercase());
+    }
+    if n["listKind"].as_str().is_none_or(str::is_empty) {
+        n["listKind"] = json!(format!("{kind}List"));
+    }
+    n
+}
+
+/// The version objects are stored in.
+fn storage_version(crd: &Value) -> Option<String> {
+    crd["spec"]["versions"]
+        .as_array()?
+        .iter()
+        .find(|v| v["storage"] == json!(true))
+        .and_then(|v| v["name"].as_str())
+        .map(str::to_string)
+}
+
+/// The catalog definitions of `crd`'s served versions, checked by codegen's validator.
+fn definitions(crd: &Value) -> Result<Vec<ResourceDef>, String> {
+    let spec = &crd["spec"];
+    let names = accepted_names(&spec["names"]);
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let scope = match spec["scope"].as_str() {
+        Some("Cluster") => Scope::Cluster,
+        _ => Scope::Namespaced,
+    };
+    let location = codegen::Location {
+        file: format!(
+            "customresourcedefinitions/{}",
+            text(&crd["metadata"]["name"])
+        ),
+        line: 1,
+        column: 1,
+    };
+    let mut defs = Vec::new();
+    for (i, v) in spec["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if v["served"] != json!(true) {
+            continue;
+        }
+        let schema = match v["schema"]["openAPIV3Schema"].as_object() {
+            Some(_) => {
+                let mut raw = v["schema"]["openAPIV3Schema"].clone();
+                // apiVersion, kind and metadata are implied (CRDs may declare them).
+                if let Some(props) = raw.get_mut("properties").and_then(Value::as_object_mut) {
+                    for implied in ["apiVersion", "kind", "metadata"] {
+                        props.remove(implied);
+                    }
+                }
+                Schema::from_json(&raw).map_err(|e| {
+                    format!(
+                        "spec.versions[{i}].schema.openAPIV3Schema: {}",
+                        e.trim_start_matches("schema")
+                    )
+                })?
+            }
+            None => Schema {
+                type_: Some("object".into()),
+                preserve_unknown_fields: true,
+                ..Schema::default()
+            },
+        };
+        let sub = &v["subresources"];
+        let scale = sub["scale"].as_object().map(|_| ScaleSubresource {
+            spec_replicas_path: text(&sub["scale"]["specReplicasPath"]),
+            status_replicas_path: text(&sub["scale"]["statusReplicasPath"]),
+            label_selector_path: sub["scale"]["labelSelectorPath"]
+                .as_str()
+                .map(str::to_string),
+        });
+        let printer_columns = v["additionalPrinterColumns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| PrinterColumn {
+                name: text(&c["name"]),
+                type_: text(&c["type"]),
+                format: c["format"].as_str().map(str::to_string),
+                description: c["description"].as_str().map(str::to_string),
+                priority: c["priority"]
+                    .as_i64()
+                    .and_then(|p| i32::try_from(p).ok())
+                    .unwrap_or(0),
+                json_path: text(&c["jsonPath"]),
+            })
+            .collect();
+        defs.push(ResourceDef {
+            location: location.clone(),
+            origin: Origin::Yaml,
+            group: text(&spec["group"]),
+            version: text(&v["name"]),
+            kind: text(&names["kind"]),
+            list_kind: text(&names["listKind"]),
+            plural: text(&names["plural"]),
+            singular: text(&names["singular"]),
+            scope,
+            short_names: strings(&names["shortNames"]),
+            categories: strings(&names["categories"]),
+            schema,
+            subresources: Subresources {
+                status: sub["status"].is_object(),
+                scale,
+            },
+            printer_columns,
+            selectable_fields: v["selectableFields"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|f| text(&f["jsonPath"]))
+                .collect(),
+            builtin: false,
+            strategy: None,
+        });
+    }
+    let mut diags = codegen::Diagnostics::default();
+    // Every version shares the short names: check them once.
+    let mut checked = defs.clone();
+    for d in checked.iter_mut().skip(1) {
+        d.short_names.clear();
+    }
+    codegen::validate::validate(&checked, &mut diags);
+    if diags.is_empty() {
+        Ok(defs)
+    } else {
+        Err(diags
+            .to_string()
+            .replace(&format!("{}:1:1: ", location.file), ""))
+    }
+}
+
+/// Whether `have` already says what `want` does (transition times aside).
+fn same_status(have: &Value, want: &Value) -> bool {
+    let strip = |s: &Value| {
+        let mut s = s.clone();
+        if let Some(conds) = s["conditions"].as_array_mut() {
+            for c in conds {
+                if let Some(c) = c.as_object_mut() {
+                    c.remove("lastTransitionTime");
+                }
+            }
+        }
+        s
+    };
+    strip(have) == strip(want)
+}
+
+/// `want` with each condition's `lastTransitionTime`: kept where its status is
+/// unchanged, now where it changed.
+fn with_transition_times(have: &Value, want: &Value) -> Value {
+    let mut out = want.clone();
+    let now = now_rfc3339();
+    if let Some(conds) = out["conditions"].as_array_mut() {
+        for c in conds {
+            let before = have["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|h| h["type"] == c["type"] && h["status"] == c["status"]);
+            c["lastTransitionTime"] = before
+                .map(|h| h["lastTransitionTime"].clone())
+                .filter(|t| t.is_string())
+                .unwrap_or_else(|| json!(now));
+        }
+    }
+    out
+}

@@ -1,0 +1,151 @@
+//! CustomResourceDefinitions: a definition created with kubectl becomes a served kind
+//! (discovery, OpenAPI, kubectl get and explain, validation by its schema), its status
+//! says so, a definition whose names are taken is not served, and deleting it stops
+//! serving the kind.
+
+use std::time::{Duration, Instant};
+
+use apiserver_tests::{raw_request, TestServer};
+
+const CRONTABS: &str = "\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names:
+    plural: crontabs
+    singular: crontab
+    kind: CronTab
+    shortNames: [ct]
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources:
+        status: {}
+      additionalPrinterColumns:
+        - {name: Schedule, type: string, jsonPath: .spec.cronSpec}
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              properties:
+                cronSpec: {type: string}
+                replicas: {type: integer, minimum: 1}
+";
+
+const CRONTAB: &str = "\
+apiVersion: stable.example.com/v1
+kind: CronTab
+metadata:
+  name: nightly
+spec:
+  cronSpec: '0 3 * * *'
+  replicas: 2
+";
+
+/// Waits until `check` holds.
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_crd_is_served_until_it_is_deleted() {
+    let s = TestServer::start();
+    let crd = s.write_file("crd.yaml", CRONTABS);
+    s.kubectl_ok(&["apply", "-f", crd.to_str().unwrap()]);
+    s.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/crontabs.stable.example.com",
+        "--timeout=10s",
+    ]);
+    let accepted = s.kubectl_ok(&[
+        "get",
+        "crd",
+        "crontabs.stable.example.com",
+        "-o",
+        "jsonpath={.status.acceptedNames.kind} {.status.acceptedNames.listKind} {.status.storedVersions}",
+    ]);
+    assert_eq!(accepted, r#"CronTab CronTabList ["v1"]"#);
+
+    // Objects of the new kind, checked by its schema, printed with its columns.
+    let ct = s.write_file("ct.yaml", CRONTAB);
+    s.kubectl_ok(&["apply", "-f", ct.to_str().unwrap()]);
+    let table = s.kubectl_ok(&["get", "ct"]);
+    let rows: Vec<&str> = table.lines().collect();
+    assert!(
+        rows[0].starts_with("NAME") && rows[0].contains("SCHEDULE"),
+        "{table}"
+    );
+    assert!(
+        rows[1].starts_with("nightly") && rows[1].contains("0 3 * * *"),
+        "{table}"
+    );
+    let bad = s.write_file("bad.yaml", &CRONTAB.replace("replicas: 2", "replicas: 0"));
+    let err = s.kubectl_err(&["apply", "-f", bad.to_str().unwrap()]);
+    assert!(
+        err.contains("spec.replicas") && err.contains("is invalid"),
+        "{err}"
+    );
+    let explained = s.kubectl_ok(&["explain", "crontabs.spec"]);
+    assert!(explained.contains("cronSpec"), "{explained}");
+
+    // A definition whose short name is taken is not served.
+    let clash = s.write_file(
+        "clash.yaml",
+        &CRONTABS
+            .replace("crontabs", "timers")
+            .replace("crontab", "timer")
+            .replace("CronTab", "Timer"),
+    );
+    s.kubectl_ok(&["apply", "-f", clash.to_str().unwrap()]);
+    eventually("NamesAccepted=False on timers", || {
+        s.kubectl_ok(&[
+            "get",
+            "crd",
+            "timers.stable.example.com",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"NamesAccepted\")].reason}",
+        ]) == "NameConflict"
+    });
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let c = rt.block_on(s.client());
+    let status = |path: &str| rt.block_on(raw_request(&c, "GET", path, None, "")).status;
+    assert_eq!(
+        status("/apis/stable.example.com/v1/namespaces/default/timers"),
+        404
+    );
+
+    // A definition whose name is not <plural>.<group> is refused.
+    let misnamed = s.write_file(
+        "misnamed.yaml",
+        &CRONTABS.replace(
+            "name: crontabs.stable.example.com",
+            "name: cron.stable.example.com",
+        ),
+    );
+    let err = s.kubectl_err(&["apply", "-f", misnamed.to_str().unwrap()]);
+    assert!(
+        err.contains(r#"must be spec.names.plural+"."+spec.group"#),
+        "{err}"
+    );
+
+    // Deleting the definition stops serving the kind.
+    s.kubectl_ok(&["delete", "crd", "crontabs.stable.example.com"]);
+    eventually("crontabs gone", || {
+        status("/apis/stable.example.com/v1/namespaces/default/crontabs") == 404
+    });
+}
