@@ -143,9 +143,27 @@ fn a_crd_is_served_until_it_is_deleted() {
         "{err}"
     );
 
-    // Deleting the definition stops serving the kind.
+    // Deleting the definition stops serving the kind and deletes its objects: once
+    // kubectl has seen the definition go, a new one of the same name starts empty.
     s.kubectl_ok(&["delete", "crd", "crontabs.stable.example.com"]);
-    eventually("crontabs gone", || {
-        status("/apis/stable.example.com/v1/namespaces/default/crontabs") == 404
-    });
+    assert_eq!(
+        status("/apis/stable.example.com/v1/namespaces/default/crontabs"),
+        404
+    );
+    s.kubectl_ok(&["apply", "-f", crd.to_str().unwrap()]);
+    s.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/crontabs.stable.example.com",
+        "--timeout=10s",
+    ]);
+    let left = rt.block_on(raw_request(
+        &c,
+        "GET",
+        "/apis/stable.example.com/v1/crontabs",
+        None,
+        "",
+    ));
+    assert_eq!(left.status, 200, "{}", left.text);
+    assert_eq!(left.json["items"], serde_json::json!([]), "{}", left.text);
 }

@@ -5,7 +5,9 @@
 //! whose names another kind holds is not served (`NamesAccepted=False`).
 //!
 //! A definition is turned into codegen's model and checked by codegen's own validator,
-//! so a CRD and a definition file are held to the same rules.
+//! so a CRD and a definition file are held to the same rules. A deleted definition stops
+//! being served at once; its objects are deleted, then its cleanup finalizer removed,
+//! and it disappears (as kube-apiserver's finalizer controller does).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,9 +19,10 @@ use codegen::model::{
 use serde_json::{json, Value};
 
 use crate::api::meta::now_rfc3339;
-use crate::api::options::ListOptions;
-use crate::catalog::{Catalog, RegisterError};
+use crate::api::options::{DeleteOptions, ListOptions};
+use crate::catalog::{ApiResource, Catalog, RegisterError};
 use crate::registry::store::{Store, Target, WriteContext};
+use crate::registry::strategy::CRD_CLEANUP_FINALIZER;
 
 /// How often definitions are looked at again.
 const RESYNC: Duration = Duration::from_millis(300);
@@ -81,6 +84,13 @@ async fn sync(
     for crd in list
         .items
         .iter()
+        .filter(|c| !c["metadata"]["deletionTimestamp"].is_null())
+    {
+        clean_up(store, &crds, crd).await?;
+    }
+    for crd in list
+        .items
+        .iter()
         .filter(|c| c["metadata"]["deletionTimestamp"].is_null())
     {
         let name = crd["metadata"]["name"]
@@ -119,6 +129,64 @@ async fn sync(
         }
     }
     Ok(())
+}
+
+/// For a deleted definition: deletes its objects, and once none is left removes the
+/// cleanup finalizer (which lets the definition go).
+async fn clean_up(store: &Store, crds: &ApiResource, crd: &Value) -> Result<(), String> {
+    let finalizers = crd["metadata"]["finalizers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if !finalizers.iter().any(|f| f == CRD_CLEANUP_FINALIZER) {
+        return Ok(());
+    }
+    // Any version's entry addresses the objects: keys do not name the version.
+    if let Some(def) = definitions(crd).ok().and_then(|d| d.into_iter().next()) {
+        let res = ApiResource::new(def)?;
+        let objects = store
+            .list(&res, None, &ListOptions::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let pending = objects.items.len();
+        for obj in &objects.items {
+            let ns = obj["metadata"]["namespace"].as_str();
+            let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+            match store
+                .delete(&res, ns, name, &DeleteOptions::default())
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        if pending > 0 {
+            // Objects with finalizers of their own are waited for on later passes.
+            return Ok(());
+        }
+    }
+    let mut done = crd.clone();
+    done["metadata"]["finalizers"] = json!(finalizers
+        .into_iter()
+        .filter(|f| f != CRD_CLEANUP_FINALIZER)
+        .collect::<Vec<_>>());
+    let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+    match store
+        .update(
+            crds,
+            None,
+            name,
+            done,
+            Target::Main,
+            &WriteContext::new(MANAGER),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_conflict() || e.is_not_found() => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn unregister(catalog: &Catalog, entries: &[(String, String, String)]) {

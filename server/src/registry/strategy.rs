@@ -200,10 +200,26 @@ impl Strategy for NamespaceStrategy {
 /// and versions (the schema is checked when the definition is served: see
 /// `controllers::crd`); status is the server's.
 pub struct CustomResourceDefinitionStrategy;
+/// The finalizer that holds a deleted CustomResourceDefinition until its objects are
+/// deleted (kube-apiserver's name for it).
+pub const CRD_CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
 impl Strategy for CustomResourceDefinitionStrategy {
     fn prepare_for_create(&self, obj: &mut Value) {
         obj["status"] = json!({});
+        let finalizers = &mut obj["metadata"]["finalizers"];
+        if !finalizers.is_array() {
+            *finalizers = json!([]);
+        }
+        if let Some(list) = finalizers.as_array_mut() {
+            if !list.iter().any(|f| f == CRD_CLEANUP_FINALIZER) {
+                list.push(json!(CRD_CLEANUP_FINALIZER));
+            }
+        }
     }
+
+    /// Updates keep the status (the store does) and the finalizers as sent.
+    fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
 
     fn validate(&self, obj: &Value) -> Vec<StatusCause> {
         let mut causes = Vec::new();
