@@ -262,10 +262,26 @@ impl Schema {
     /// The inverse of [`Schema::to_json`] (with field numbers): reads an OpenAPI v3 schema
     /// in the subset this model holds. Keywords outside it are an error naming the path.
     pub fn from_json(v: &serde_json::Value) -> Result<Schema, String> {
-        Self::from_json_at(v, "schema")
+        Self::from_json_at(v, "schema", &mut None)
     }
 
-    fn from_json_at(v: &serde_json::Value, path: &str) -> Result<Schema, String> {
+    /// Like [`Schema::from_json`], for schemas written for kube-apiserver (a CRD's
+    /// `openAPIV3Schema`): the OpenAPI keywords this model does not hold yet
+    /// ([`NOT_HELD_KEYWORDS`]) are left out rather than refused, and their paths returned.
+    pub fn from_json_lenient(
+        v: &serde_json::Value,
+        path: &str,
+    ) -> Result<(Schema, Vec<String>), String> {
+        let mut left_out = Some(Vec::new());
+        let s = Self::from_json_at(v, path, &mut left_out)?;
+        Ok((s, left_out.unwrap_or_default()))
+    }
+
+    fn from_json_at(
+        v: &serde_json::Value,
+        path: &str,
+        left_out: &mut Option<Vec<String>>,
+    ) -> Result<Schema, String> {
         use serde_json::Value;
         let obj = v
             .as_object()
@@ -301,13 +317,13 @@ impl Schema {
                     for (name, p) in props {
                         let at = format!("{path}.properties.{name}");
                         s.properties
-                            .push((name.clone(), Self::from_json_at(p, &at)?));
+                            .push((name.clone(), Self::from_json_at(p, &at, left_out)?));
                     }
                 }
                 "required" => s.required = strings(k, v)?,
                 "items" => {
                     let at = format!("{path}.items");
-                    s.items = Some(Box::new(Self::from_json_at(v, &at)?));
+                    s.items = Some(Box::new(Self::from_json_at(v, &at, left_out)?));
                 }
                 "additionalProperties" => {
                     let at = format!("{path}.additionalProperties");
@@ -317,7 +333,7 @@ impl Schema {
                             ..Schema::default()
                         })),
                         Value::Bool(false) => None,
-                        other => Some(Box::new(Self::from_json_at(other, &at)?)),
+                        other => Some(Box::new(Self::from_json_at(other, &at, left_out)?)),
                     };
                 }
                 "enum" => {
@@ -343,12 +359,43 @@ impl Schema {
                             .ok_or_else(|| format!("{path}.{k}: must be a field number"))?,
                     )
                 }
+                other if NOT_HELD_KEYWORDS.contains(&other) && left_out.is_some() => {
+                    if let Some(list) = left_out.as_mut() {
+                        list.push(format!("{path}.{other}"));
+                    }
+                }
                 other => return Err(format!("{path}: unsupported keyword `{other}`")),
             }
         }
         Ok(s)
     }
 }
+
+/// Valid keywords of a CRD's schema that this model does not hold yet: documentation
+/// (`title`, `example`, `externalDocs`), bounds on lengths and counts, composition
+/// (`allOf`, `anyOf`, `oneOf`, `not`), CEL rules and embedded resources. A lenient
+/// read leaves them out, so such CRDs are served without those checks.
+pub const NOT_HELD_KEYWORDS: &[&str] = &[
+    "title",
+    "example",
+    "externalDocs",
+    "maxLength",
+    "minLength",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "maxProperties",
+    "minProperties",
+    "multipleOf",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "x-kubernetes-validations",
+    "x-kubernetes-embedded-resource",
+];
 
 impl From<Schema> for serde_json::Value {
     fn from(s: Schema) -> Self {
@@ -395,6 +442,26 @@ mod tests {
         assert_eq!(
             (back.kind, back.scope, back.subresources),
             (def.kind, def.scope, def.subresources)
+        );
+    }
+
+    #[test]
+    fn a_lenient_read_leaves_out_keywords_the_model_does_not_hold() {
+        let v = serde_json::json!({"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}}, "x-kubernetes-validations": []});
+        let (s, left_out) = Schema::from_json_lenient(&v, "s").unwrap();
+        assert_eq!(s.properties[0].1.type_.as_deref(), Some("string"));
+        assert_eq!(
+            left_out,
+            ["s.properties.name.maxLength", "s.x-kubernetes-validations"]
+        );
+        assert!(
+            Schema::from_json(&v).is_err(),
+            "the strict read refuses them"
+        );
+        let typo = serde_json::json!({"type": "object", "propertys": {}});
+        assert!(
+            Schema::from_json_lenient(&typo, "s").is_err(),
+            "unknown words stay errors"
         );
     }
 

@@ -8,6 +8,7 @@
 //! HTTPS serving.
 
 pub mod api;
+pub mod apiextensions;
 pub mod catalog;
 pub mod controllers;
 pub mod discovery;

@@ -143,6 +143,37 @@ fn a_crd_is_served_until_it_is_deleted() {
         "{err}"
     );
 
+    // A schema that cannot be served is refused with the field at fault; keywords not
+    // enforced yet (lengths, CEL rules) do not keep a CRD from being served.
+    let typo = s.write_file(
+        "typo.yaml",
+        &CRONTABS.replace("cronSpec: {type: string}", "cronSpec: {type: strin}"),
+    );
+    let err = s.kubectl_err(&["apply", "-f", typo.to_str().unwrap()]);
+    assert!(
+        err.contains("is invalid") && err.contains("unknown type `strin`"),
+        "{err}"
+    );
+    let lenient = s.write_file(
+        "lenient.yaml",
+        &CRONTABS
+            .replace("crontabs", "jobs")
+            .replace("crontab", "job")
+            .replace("CronTab", "Job")
+            .replace("[ct]", "[jb]")
+            .replace(
+                "cronSpec: {type: string}",
+                "cronSpec: {type: string, maxLength: 64, x-kubernetes-validations: [{rule: 'self.size() > 0'}]}",
+            ),
+    );
+    s.kubectl_ok(&["apply", "-f", lenient.to_str().unwrap()]);
+    s.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/jobs.stable.example.com",
+        "--timeout=10s",
+    ]);
+
     // Deleting the definition stops serving the kind and deletes its objects: once
     // kubectl has seen the definition go, a new one of the same name starts empty.
     s.kubectl_ok(&["delete", "crd", "crontabs.stable.example.com"]);

@@ -13,13 +13,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codegen::model::{
-    Origin, PrinterColumn, ResourceDef, ScaleSubresource, Schema, Scope, Subresources,
-};
 use serde_json::{json, Value};
 
 use crate::api::meta::now_rfc3339;
 use crate::api::options::{DeleteOptions, ListOptions};
+use crate::apiextensions::{accepted_names, definitions, storage_version};
 use crate::catalog::{ApiResource, Catalog, RegisterError};
 use crate::registry::store::{Store, Target, WriteContext};
 use crate::registry::strategy::CRD_CLEANUP_FINALIZER;
@@ -142,7 +140,10 @@ async fn clean_up(store: &Store, crds: &ApiResource, crd: &Value) -> Result<(), 
         return Ok(());
     }
     // Any version's entry addresses the objects: keys do not name the version.
-    if let Some(def) = definitions(crd).ok().and_then(|d| d.into_iter().next()) {
+    if let Some(def) = definitions(crd)
+        .ok()
+        .and_then(|s| s.defs.into_iter().next())
+    {
         let res = ApiResource::new(def)?;
         let objects = store
             .list(&res, None, &ListOptions::default())
@@ -214,8 +215,22 @@ fn serve(catalog: &Catalog, crd: &Value) -> (Vec<(String, String, String)>, Valu
         s
     };
     let defs = match definitions(crd) {
-        Ok(defs) => defs,
-        Err(why) => {
+        Ok(served) => {
+            if !served.left_out.is_empty() {
+                tracing::warn!(
+                    crd = crd["metadata"]["name"].as_str().unwrap_or_default(),
+                    "served without these schema checks (not supported yet): {}",
+                    served.left_out.join(", ")
+                );
+            }
+            served.defs
+        }
+        Err(causes) => {
+            let why = causes
+                .iter()
+                .map(|c| format!("{}: {}", c.field, c.message))
+                .collect::<Vec<_>>()
+                .join("; ");
             let s = status(
                 ("True", "NoConflicts", "no conflicts found".into()),
                 (
@@ -259,155 +274,6 @@ fn serve(catalog: &Catalog, crd: &Value) -> (Vec<(String, String, String)>, Valu
         ),
     );
     (entries, s)
-}
-
-/// `spec.names` with the defaults filled in, as `status.acceptedNames` shows them.
-fn accepted_names(names: &Value) -> Value {
-    let kind = names["kind"].as_str().unwrap_or_default();
-    let mut n = names.clone();
-    if n["singular"].as_str().is_none_or(str::is_empty) {
-        n["singular"] = json!(kind.to_lowercase());
-    }
-    if n["listKind"].as_str().is_none_or(str::is_empty) {
-        n["listKind"] = json!(format!("{kind}List"));
-    }
-    n
-}
-
-/// The version objects are stored in.
-fn storage_version(crd: &Value) -> Option<String> {
-    crd["spec"]["versions"]
-        .as_array()?
-        .iter()
-        .find(|v| v["storage"] == json!(true))
-        .and_then(|v| v["name"].as_str())
-        .map(str::to_string)
-}
-
-/// The catalog definitions of `crd`'s served versions, checked by codegen's validator.
-fn definitions(crd: &Value) -> Result<Vec<ResourceDef>, String> {
-    let spec = &crd["spec"];
-    let names = accepted_names(&spec["names"]);
-    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
-    let strings = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let scope = match spec["scope"].as_str() {
-        Some("Cluster") => Scope::Cluster,
-        _ => Scope::Namespaced,
-    };
-    let location = codegen::Location {
-        file: format!(
-            "customresourcedefinitions/{}",
-            text(&crd["metadata"]["name"])
-        ),
-        line: 1,
-        column: 1,
-    };
-    let mut defs = Vec::new();
-    for (i, v) in spec["versions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        if v["served"] != json!(true) {
-            continue;
-        }
-        let schema = match v["schema"]["openAPIV3Schema"].as_object() {
-            Some(_) => {
-                let mut raw = v["schema"]["openAPIV3Schema"].clone();
-                // apiVersion, kind and metadata are implied (CRDs may declare them).
-                if let Some(props) = raw.get_mut("properties").and_then(Value::as_object_mut) {
-                    for implied in ["apiVersion", "kind", "metadata"] {
-                        props.remove(implied);
-                    }
-                }
-                Schema::from_json(&raw).map_err(|e| {
-                    format!(
-                        "spec.versions[{i}].schema.openAPIV3Schema: {}",
-                        e.trim_start_matches("schema")
-                    )
-                })?
-            }
-            None => Schema {
-                type_: Some("object".into()),
-                preserve_unknown_fields: true,
-                ..Schema::default()
-            },
-        };
-        let sub = &v["subresources"];
-        let scale = sub["scale"].as_object().map(|_| ScaleSubresource {
-            spec_replicas_path: text(&sub["scale"]["specReplicasPath"]),
-            status_replicas_path: text(&sub["scale"]["statusReplicasPath"]),
-            label_selector_path: sub["scale"]["labelSelectorPath"]
-                .as_str()
-                .map(str::to_string),
-        });
-        let printer_columns = v["additionalPrinterColumns"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| PrinterColumn {
-                name: text(&c["name"]),
-                type_: text(&c["type"]),
-                format: c["format"].as_str().map(str::to_string),
-                description: c["description"].as_str().map(str::to_string),
-                priority: c["priority"]
-                    .as_i64()
-                    .and_then(|p| i32::try_from(p).ok())
-                    .unwrap_or(0),
-                json_path: text(&c["jsonPath"]),
-            })
-            .collect();
-        defs.push(ResourceDef {
-            location: location.clone(),
-            origin: Origin::Yaml,
-            group: text(&spec["group"]),
-            version: text(&v["name"]),
-            kind: text(&names["kind"]),
-            list_kind: text(&names["listKind"]),
-            plural: text(&names["plural"]),
-            singular: text(&names["singular"]),
-            scope,
-            short_names: strings(&names["shortNames"]),
-            categories: strings(&names["categories"]),
-            schema,
-            subresources: Subresources {
-                status: sub["status"].is_object(),
-                scale,
-            },
-            printer_columns,
-            selectable_fields: v["selectableFields"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|f| text(&f["jsonPath"]))
-                .collect(),
-            builtin: false,
-            strategy: None,
-        });
-    }
-    let mut diags = codegen::Diagnostics::default();
-    // Every version shares the short names: check them once.
-    let mut checked = defs.clone();
-    for d in checked.iter_mut().skip(1) {
-        d.short_names.clear();
-    }
-    codegen::validate::validate(&checked, &mut diags);
-    if diags.is_empty() {
-        Ok(defs)
-    } else {
-        Err(diags
-            .to_string()
-            .replace(&format!("{}:1:1: ", location.file), ""))
-    }
 }
 
 /// Whether `have` already says what `want` does (transition times aside).

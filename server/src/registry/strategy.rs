@@ -295,6 +295,13 @@ impl Strategy for CustomResourceDefinitionStrategy {
                 ));
             }
         }
+        // What each served version would be: its schema, kind and columns, checked as
+        // a definition file is (once the names above are sound).
+        if causes.is_empty() {
+            if let Err(more) = crate::apiextensions::definitions(obj) {
+                causes.extend(more);
+            }
+        }
         causes
     }
 }

@@ -1,0 +1,187 @@
+//! The APIExtensions server's own logic: what a CustomResourceDefinition serves. Each
+//! served version becomes codegen's model ([`ResourceDef`]), checked by codegen's own
+//! validator, so a CRD is held to the rules a definition file is; the CRD strategy
+//! refuses (422) what cannot be served, and `controllers::crd` registers the rest.
+
+use codegen::model::{
+    Origin, PrinterColumn, ResourceDef, ScaleSubresource, Schema, Scope, Subresources,
+};
+use serde_json::{json, Value};
+
+use crate::api::StatusCause;
+
+/// What a CustomResourceDefinition serves.
+pub struct Served {
+    /// One definition per served version.
+    pub defs: Vec<ResourceDef>,
+    /// Schema keywords left out because the model does not hold them yet (paths).
+    pub left_out: Vec<String>,
+}
+
+/// `spec.names` with the defaults filled in, as `status.acceptedNames` shows them.
+pub fn accepted_names(names: &Value) -> Value {
+    let kind = names["kind"].as_str().unwrap_or_default();
+    let mut n = names.clone();
+    if n["singular"].as_str().is_none_or(str::is_empty) {
+        n["singular"] = json!(kind.to_lowercase());
+    }
+    if n["listKind"].as_str().is_none_or(str::is_empty) {
+        n["listKind"] = json!(format!("{kind}List"));
+    }
+    n
+}
+
+/// The version objects are stored in.
+pub fn storage_version(crd: &Value) -> Option<String> {
+    crd["spec"]["versions"]
+        .as_array()?
+        .iter()
+        .find(|v| v["storage"] == json!(true))
+        .and_then(|v| v["name"].as_str())
+        .map(str::to_string)
+}
+
+/// A `FieldValueInvalid` cause with `message` as it stands.
+fn invalid(field: &str, message: String) -> StatusCause {
+    StatusCause {
+        reason: "FieldValueInvalid".into(),
+        message,
+        field: field.into(),
+    }
+}
+
+/// The catalog definitions of `crd`'s served versions, checked by codegen's validator;
+/// every problem as a cause naming its field.
+pub fn definitions(crd: &Value) -> Result<Served, Vec<StatusCause>> {
+    let spec = &crd["spec"];
+    let names = accepted_names(&spec["names"]);
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let scope = match spec["scope"].as_str() {
+        Some("Cluster") => Scope::Cluster,
+        _ => Scope::Namespaced,
+    };
+    let location = codegen::Location {
+        file: format!(
+            "customresourcedefinitions/{}",
+            text(&crd["metadata"]["name"])
+        ),
+        line: 1,
+        column: 1,
+    };
+    let mut defs = Vec::new();
+    let mut left_out = Vec::new();
+    for (i, v) in spec["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if v["served"] != json!(true) {
+            continue;
+        }
+        let schema = match v["schema"]["openAPIV3Schema"].as_object() {
+            Some(_) => {
+                let mut raw = v["schema"]["openAPIV3Schema"].clone();
+                // apiVersion, kind and metadata are implied (CRDs may declare them).
+                if let Some(props) = raw.get_mut("properties").and_then(Value::as_object_mut) {
+                    for implied in ["apiVersion", "kind", "metadata"] {
+                        props.remove(implied);
+                    }
+                }
+                let at = format!("spec.versions[{i}].schema.openAPIV3Schema");
+                let (schema, not_held) = Schema::from_json_lenient(&raw, &at).map_err(|e| {
+                    let (field, message) = e.split_once(": ").unwrap_or((&at, &e));
+                    vec![invalid(field, message.to_string())]
+                })?;
+                left_out.extend(not_held);
+                schema
+            }
+            None => Schema {
+                type_: Some("object".into()),
+                preserve_unknown_fields: true,
+                ..Schema::default()
+            },
+        };
+        let sub = &v["subresources"];
+        let scale = sub["scale"].as_object().map(|_| ScaleSubresource {
+            spec_replicas_path: text(&sub["scale"]["specReplicasPath"]),
+            status_replicas_path: text(&sub["scale"]["statusReplicasPath"]),
+            label_selector_path: sub["scale"]["labelSelectorPath"]
+                .as_str()
+                .map(str::to_string),
+        });
+        let printer_columns = v["additionalPrinterColumns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| PrinterColumn {
+                name: text(&c["name"]),
+                type_: text(&c["type"]),
+                format: c["format"].as_str().map(str::to_string),
+                description: c["description"].as_str().map(str::to_string),
+                priority: c["priority"]
+                    .as_i64()
+                    .and_then(|p| i32::try_from(p).ok())
+                    .unwrap_or(0),
+                json_path: text(&c["jsonPath"]),
+            })
+            .collect();
+        defs.push(ResourceDef {
+            location: location.clone(),
+            origin: Origin::Yaml,
+            group: text(&spec["group"]),
+            version: text(&v["name"]),
+            kind: text(&names["kind"]),
+            list_kind: text(&names["listKind"]),
+            plural: text(&names["plural"]),
+            singular: text(&names["singular"]),
+            scope,
+            short_names: strings(&names["shortNames"]),
+            categories: strings(&names["categories"]),
+            schema,
+            subresources: Subresources {
+                status: sub["status"].is_object(),
+                scale,
+            },
+            printer_columns,
+            selectable_fields: v["selectableFields"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|f| text(&f["jsonPath"]))
+                .collect(),
+            builtin: false,
+            strategy: None,
+        });
+    }
+    let mut diags = codegen::Diagnostics::default();
+    // Every version shares the short names: check them once.
+    let mut checked = defs.clone();
+    for d in checked.iter_mut().skip(1) {
+        d.short_names.clear();
+    }
+    codegen::validate::validate(&checked, &mut diags);
+    if diags.is_empty() {
+        return Ok(Served { defs, left_out });
+    }
+    Err(diags
+        .0
+        .into_iter()
+        .map(|d| {
+            let message = match d.help {
+                Some(help) => format!("{} ({help})", d.message),
+                None => d.message,
+            };
+            invalid("spec.versions", message)
+        })
+        .collect())
+}
