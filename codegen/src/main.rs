@@ -10,9 +10,14 @@ use codegen::{generate, SourceFile, GENERATED_DIR};
 fn main() -> ExitCode {
     let mut check = false;
     let mut root = workspace_root();
+    let mut crds: Option<Vec<String>> = None;
     let mut args = env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            "crd" if crds.is_none() => crds = Some(Vec::new()),
+            path if crds.is_some() && !path.starts_with('-') => {
+                crds.get_or_insert_with(Vec::new).push(path.to_string())
+            }
             "--check" => check = true,
             "--root" => match args.next() {
                 Some(r) => root = PathBuf::from(r),
@@ -25,6 +30,15 @@ fn main() -> ExitCode {
             other => return usage(&format!("unknown argument `{other}`")),
         }
     }
+    if let Some(paths) = crds {
+        return match crd(&root, &paths) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     match run(&root, check) {
         Ok(code) => code,
         Err(e) => {
@@ -35,9 +49,12 @@ fn main() -> ExitCode {
 }
 
 const USAGE: &str = "usage: cargo run -p codegen [-- [--check] [--root DIR]]
+       cargo run -p codegen -- crd [DEFINITION...] [--root DIR]
   Regenerates server/src/generated/ from api-defs/.
   --check     write nothing; exit 1 naming each stale file
-  --root DIR  the workspace root (default: the one codegen was built in)";
+  --root DIR  the workspace root (default: the one codegen was built in)
+  crd         print the CustomResourceDefinition manifest of each DEFINITION file
+              (paths under the root; default: every custom definition), as YAML";
 
 fn usage(problem: &str) -> ExitCode {
     eprintln!("error: {problem}\n{USAGE}");
@@ -50,7 +67,8 @@ fn workspace_root() -> PathBuf {
     manifest.parent().map(Path::to_path_buf).unwrap_or(manifest)
 }
 
-fn run(root: &Path, check: bool) -> std::io::Result<ExitCode> {
+/// Every definition file under `root/api-defs`, with paths relative to `root`.
+fn sources(root: &Path) -> std::io::Result<Vec<SourceFile>> {
     let mut paths = Vec::new();
     collect(&root.join("api-defs"), &mut paths)?;
     paths.sort();
@@ -66,6 +84,11 @@ fn run(root: &Path, check: bool) -> std::io::Result<ExitCode> {
             text: fs::read_to_string(&p)?,
         });
     }
+    Ok(sources)
+}
+
+fn run(root: &Path, check: bool) -> std::io::Result<ExitCode> {
+    let sources = sources(root)?;
     let files = match generate(&sources) {
         Ok(f) => f,
         Err(diags) => {
@@ -121,6 +144,51 @@ fn run(root: &Path, check: bool) -> std::io::Result<ExitCode> {
         println!("codegen: {} files, {} updated", files.len(), stale.len());
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// `codegen crd`: the CRD manifests of the named definitions (all custom ones when none
+/// is named), as YAML documents on stdout.
+fn crd(root: &Path, paths: &[String]) -> std::io::Result<ExitCode> {
+    let defs = match codegen::load_definitions(&sources(root)?) {
+        Ok(d) => d,
+        Err(diags) => {
+            eprintln!("{diags}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let wanted: Vec<String> = paths
+        .iter()
+        .map(|p| p.trim_start_matches("./").replace('\\', "/"))
+        .collect();
+    let mut docs = Vec::new();
+    for p in &wanted {
+        if !defs.iter().any(|d| &d.location.file == p) {
+            eprintln!(
+                "error: {p}: no definition (give a path under api-defs/, relative to the root)"
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    for d in &defs {
+        let named = wanted.contains(&d.location.file);
+        if !wanted.is_empty() && !named {
+            continue;
+        }
+        match codegen::emit::crd::manifest(d) {
+            Ok(m) => docs.push(m),
+            // Asked for by name: say why not; otherwise built-in kinds are skipped.
+            Err(why) if named => {
+                eprintln!("error: {}: {why}", d.location);
+                return Ok(ExitCode::FAILURE);
+            }
+            Err(_) => {}
+        }
+    }
+    for m in docs {
+        let yaml = serde_yaml::to_string(&m).expect("JSON values always serialize");
+        print!("---\n{yaml}");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Definition files (`.yaml`, `.yml`, `.rs`) under `dir`, recursively; README and other files are ignored.

@@ -103,3 +103,54 @@ fn a_bad_definition_writes_nothing_and_names_file_line_column() {
         before
     );
 }
+
+#[test]
+fn crd_prints_the_manifest_of_a_custom_definition_and_refuses_built_in_ones() {
+    let tmp = workspace();
+    let root = tmp.path();
+    let crd = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_codegen"))
+            .arg("crd")
+            .args(args)
+            .arg("--root")
+            .arg(root)
+            .output()
+            .unwrap()
+    };
+    let out = crd(&["api-defs/examples/widget.yaml"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for want in [
+        "kind: CustomResourceDefinition",
+        "name: widgets.example.dev",
+        "group: example.dev",
+        "scope: Namespaced",
+        "specReplicasPath: .spec.replicas",
+        "x-kubernetes-list-map-keys:",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+    assert_eq!(stdout.matches("\n---\n").count() + 1, 1, "one document");
+    // Every custom definition when none is named: Gadget and Widget.
+    let all = String::from_utf8_lossy(&crd(&[]).stdout).into_owned();
+    assert_eq!(
+        all.matches("kind: CustomResourceDefinition").count(),
+        2,
+        "{all}"
+    );
+    let builtin = crd(&["api-defs/core/v1/secret.yaml"]);
+    assert!(!builtin.status.success());
+    assert!(
+        String::from_utf8_lossy(&builtin.stderr).contains(
+            "api-defs/core/v1/secret.yaml:4:7: Secret is a built-in kind, not a custom resource"
+        ),
+        "{}",
+        String::from_utf8_lossy(&builtin.stderr)
+    );
+    let missing = crd(&["api-defs/nope.yaml"]);
+    assert!(!missing.status.success());
+}

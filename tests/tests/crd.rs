@@ -198,3 +198,76 @@ fn a_crd_is_served_until_it_is_deleted() {
     assert_eq!(left.status, 200, "{}", left.text);
     assert_eq!(left.json["items"], serde_json::json!([]), "{}", left.text);
 }
+
+/// The Widget definition's CRD (what `cargo run -p codegen -- crd` prints), moved to
+/// group `exported.example.dev` so it can stand beside the compiled-in Widget.
+fn exported_widget_crd() -> String {
+    let root = apiserver_tests::workspace_root();
+    let path = "api-defs/examples/widget.yaml";
+    let text = std::fs::read_to_string(root.join(path)).unwrap();
+    let defs = codegen::load_definitions(&[codegen::SourceFile {
+        path: path.into(),
+        text,
+    }])
+    .unwrap_or_else(|d| panic!("{d}"));
+    let manifest = codegen::emit::crd::manifest(&defs[0]).expect("Widget is custom");
+    manifest
+        .to_string()
+        .replace("example.dev", "exported.example.dev")
+        .replace(r#"["wd"]"#, r#"["xwd"]"#)
+}
+
+#[test]
+fn an_exported_definition_serves_its_kind_as_the_compiled_in_one_does() {
+    let s = TestServer::start();
+    let crd = s.write_file("widget-crd.json", &exported_widget_crd());
+    s.kubectl_ok(&["apply", "-f", crd.to_str().unwrap()]);
+    s.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/widgets.exported.example.dev",
+        "--timeout=10s",
+    ]);
+    let widget = |group: &str, color: &str| {
+        format!(
+            "apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  color: {color}\n"
+        )
+    };
+    for (group, short) in [("example.dev", "wd"), ("exported.example.dev", "xwd")] {
+        // The same object is defaulted, printed and scaled alike.
+        let f = s.write_file("w.yaml", &widget(group, "red"));
+        s.kubectl_ok(&["apply", "-f", f.to_str().unwrap()]);
+        let replicas = s.kubectl_ok(&[
+            "get",
+            &format!("widgets.v1.{group}"),
+            "w",
+            "-o",
+            "jsonpath={.spec.replicas}",
+        ]);
+        assert_eq!(replicas, "1", "{group}: the schema's default");
+        let table = s.kubectl_ok(&["get", short]);
+        let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+        assert_eq!(
+            header,
+            ["NAME", "COLOR", "REPLICAS", "AGE"],
+            "{group}: {table}"
+        );
+        s.kubectl_ok(&["scale", &format!("widgets.v1.{group}/w"), "--replicas=3"]);
+        let scaled = s.kubectl_ok(&[
+            "get",
+            &format!("widgets.v1.{group}"),
+            "w",
+            "-o",
+            "jsonpath={.spec.replicas}",
+        ]);
+        assert_eq!(scaled, "3", "{group}: kubectl scale");
+        // The same violation, the same answer.
+        let bad = s.write_file("bad.yaml", &widget(group, "purple"));
+        let err = s.kubectl_err(&["apply", "-f", bad.to_str().unwrap()]);
+        assert!(
+            err.contains("The Widget \"w\" is invalid")
+                && err.contains("spec.color: Unsupported value: \"purple\""),
+            "{group}: {err}"
+        );
+    }
+}
