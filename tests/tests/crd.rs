@@ -49,6 +49,18 @@ spec:
   replicas: 2
 ";
 
+/// Applies the CRD in `file` and waits (as users do, with kubectl) until it is
+/// Established.
+fn install(s: &TestServer, file: &std::path::Path, name: &str) {
+    s.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
+    s.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        &format!("crd/{name}"),
+        "--timeout=10s",
+    ]);
+}
+
 /// Waits until `check` holds.
 fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -65,13 +77,7 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 fn a_crd_is_served_until_it_is_deleted() {
     let s = TestServer::start();
     let crd = s.write_file("crd.yaml", CRONTABS);
-    s.kubectl_ok(&["apply", "-f", crd.to_str().unwrap()]);
-    s.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/crontabs.stable.example.com",
-        "--timeout=10s",
-    ]);
+    install(&s, &crd, "crontabs.stable.example.com");
     let accepted = s.kubectl_ok(&[
         "get",
         "crd",
@@ -166,13 +172,7 @@ fn a_crd_is_served_until_it_is_deleted() {
                 "cronSpec: {type: string, maxLength: 64, x-kubernetes-validations: [{rule: 'self.size() > 0'}]}",
             ),
     );
-    s.kubectl_ok(&["apply", "-f", lenient.to_str().unwrap()]);
-    s.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/jobs.stable.example.com",
-        "--timeout=10s",
-    ]);
+    install(&s, &lenient, "jobs.stable.example.com");
 
     // Deleting the definition stops serving the kind and deletes its objects: once
     // kubectl has seen the definition go, a new one of the same name starts empty.
@@ -181,13 +181,7 @@ fn a_crd_is_served_until_it_is_deleted() {
         status("/apis/stable.example.com/v1/namespaces/default/crontabs"),
         404
     );
-    s.kubectl_ok(&["apply", "-f", crd.to_str().unwrap()]);
-    s.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/crontabs.stable.example.com",
-        "--timeout=10s",
-    ]);
+    install(&s, &crd, "crontabs.stable.example.com");
     let left = rt.block_on(raw_request(
         &c,
         "GET",
@@ -221,13 +215,7 @@ fn exported_widget_crd() -> String {
 fn an_exported_definition_serves_its_kind_as_the_compiled_in_one_does() {
     let s = TestServer::start();
     let crd = s.write_file("widget-crd.json", &exported_widget_crd());
-    s.kubectl_ok(&["apply", "-f", crd.to_str().unwrap()]);
-    s.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/widgets.exported.example.dev",
-        "--timeout=10s",
-    ]);
+    install(&s, &crd, "widgets.exported.example.dev");
     let widget = |group: &str, color: &str| {
         format!(
             "apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  color: {color}\n"
