@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::api::meta::now_rfc3339;
-use crate::api::options::{DeleteOptions, ListOptions};
+use crate::api::options::{DeleteOptions, ListOptions, ReadAt};
 use crate::apiextensions::{accepted_names, definitions, storage_version};
 use crate::catalog::{ApiResource, Catalog, RegisterError};
 use crate::registry::store::{Store, Target, WriteContext};
@@ -59,7 +59,7 @@ async fn sync(
         return Ok(());
     };
     let list = store
-        .list(&crds, None, &ListOptions::default())
+        .list(&crds, None, &from_cache())
         .await
         .map_err(|e| e.to_string())?;
     let names: Vec<String> = list
@@ -146,7 +146,7 @@ async fn clean_up(store: &Store, crds: &ApiResource, crd: &Value) -> Result<(), 
     {
         let res = ApiResource::new(def)?;
         let objects = store
-            .list(&res, None, &ListOptions::default())
+            .list(&res, None, &from_cache())
             .await
             .map_err(|e| e.to_string())?;
         let pending = objects.items.len();
@@ -187,6 +187,16 @@ async fn clean_up(store: &Store, crds: &ApiResource, crd: &Value) -> Result<(), 
         Ok(_) => Ok(()),
         Err(e) if e.is_conflict() || e.is_not_found() => Ok(()),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Lists as informers read: from the watch cache (`resourceVersion=0`, never older than
+/// this server's own writes), so a resync costs storage nothing; a stale view is put
+/// right on a later pass.
+fn from_cache() -> ListOptions {
+    ListOptions {
+        at: ReadAt::Any,
+        ..ListOptions::default()
     }
 }
 
