@@ -477,7 +477,7 @@ fn kubectl_explain_reads_openapi_v3() {
     let cm = s.kubectl_ok(&["explain", "configmap"]);
     for want in [
         "KIND:       ConfigMap\nVERSION:    v1\n",
-        "DESCRIPTION:\n    ConfigMap holds configuration data for pods to consume.",
+        "DESCRIPTION:\n    Named configuration values, as text (data) or bytes (binaryData).",
         "FIELDS:\n  apiVersion\t<string>\n",
         "  data\t<map[string]string>\n",
         "  immutable\t<boolean>\n",
@@ -595,7 +595,7 @@ async fn docs_page_renders_the_kinds_in_headless_chromium() {
     for want in [
         "kinds from 3 OpenAPI documents",
         r#"data-anchor="example.dev/v1.Widget""#,
-        "ConfigMap holds configuration data for pods to consume.",
+        "Named configuration values, as text (data) or bytes (binaryData).",
         "/api/v1/namespaces/{namespace}/configmaps/{name}",
     ] {
         assert!(dom.contains(want), "missing {want:?} in the DOM:\n{dom}");

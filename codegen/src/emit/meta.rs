@@ -20,12 +20,12 @@ fn all_of(name: &str) -> Value {
 
 /// The `apiVersion` property every object carries.
 pub fn api_version_property() -> Value {
-    json!({ "type": "string", "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources" })
+    json!({ "type": "string", "description": "The group and version this object is written in, e.g. v1 or example.dev/v1; the server refuses versions it does not serve. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources" })
 }
 
 /// The `kind` property every object carries.
 pub fn kind_property() -> Value {
-    json!({ "type": "string", "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds" })
+    json!({ "type": "string", "description": "The UpperCamelCase type of the object, e.g. ConfigMap; the request path implies it when it is left out. It cannot change. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds" })
 }
 
 /// `(name, schema)` of each shared meta type, as the document of `group`/`version`
@@ -39,48 +39,48 @@ pub fn schemas(group: &str, version: &str) -> Vec<(String, Value)> {
         (
             "DeleteOptions",
             json!({
-                "description": "DeleteOptions may be provided when deleting an API object.",
+                "description": "Optional settings sent with a delete.",
                 "type": "object",
                 "properties": {
                     "apiVersion": api_version_property(),
                     "kind": kind_property(),
-                    "dryRun": { "type": "array", "items": { "type": "string", "default": "" }, "description": "When present, indicates that modifications should not be persisted. Valid value: All." },
-                    "gracePeriodSeconds": { "type": "integer", "format": "int64", "description": "The duration in seconds before the object should be deleted." },
+                    "dryRun": { "type": "array", "items": { "type": "string", "default": "" }, "description": "All: run the delete without storing its result." },
+                    "gracePeriodSeconds": { "type": "integer", "format": "int64", "description": "Seconds to wait before deleting; 0 deletes at once." },
                     "preconditions": all_of("Preconditions"),
-                    "propagationPolicy": s("Whether and how garbage collection will be performed: Orphan, Background or Foreground."),
+                    "propagationPolicy": s("What happens to dependents: Orphan, Background or Foreground."),
                 },
                 "x-kubernetes-group-version-kind": gvk("DeleteOptions"),
             }),
         ),
         (
             "FieldsV1",
-            json!({ "description": "FieldsV1 stores a set of fields in a data structure like a Trie, in JSON format.", "type": "object" }),
+            json!({ "description": "A set of field paths as a nested JSON object, one key per step.", "type": "object" }),
         ),
         (
             "ListMeta",
             json!({
-                "description": "ListMeta describes metadata that synthetic resources must have, including lists.",
+                "description": "The metadata of a list: its resourceVersion and where the next page starts.",
                 "type": "object",
                 "properties": {
-                    "continue": s("continue may be set if the user set a limit on the number of items returned; pass it back to get the next page."),
-                    "remainingItemCount": { "type": "integer", "format": "int64", "description": "The number of subsequent items in the list which are not included in this list response." },
-                    "resourceVersion": s("The version of the list, as of which it is consistent."),
-                    "selfLink": s("Deprecated: selfLink is a legacy read-only field that is no longer populated."),
+                    "continue": s("Present when a limit cut the list short: send it back as continue for the next page."),
+                    "remainingItemCount": { "type": "integer", "format": "int64", "description": "How many objects the following pages hold." },
+                    "resourceVersion": s("The state of storage the list shows."),
+                    "selfLink": s("Deprecated and always empty."),
                 },
             }),
         ),
         (
             "ManagedFieldsEntry",
             json!({
-                "description": "ManagedFieldsEntry is a workflow-id, a FieldSet and the group version of the resource that the fieldset applies to.",
+                "description": "Which fields one manager set, through which operation and API version.",
                 "type": "object",
                 "properties": {
-                    "apiVersion": s("The version of this resource that this field set applies to."),
+                    "apiVersion": s("The API version the field paths are written in."),
                     "fieldsType": s("The format of the field set; only FieldsV1."),
                     "fieldsV1": all_of("FieldsV1"),
-                    "manager": s("An identifier of the workflow managing these fields."),
-                    "operation": s("The type of operation which led to this entry being created: Apply or Update."),
-                    "subresource": s("The name of the subresource used to update that object, or empty for the main resource."),
+                    "manager": s("The name of the manager (fieldManager, or the client's user agent)."),
+                    "operation": s("Apply for server-side apply, Update for every other write."),
+                    "subresource": s("The subresource written through (status, scale), empty for the object itself."),
                     "time": time("When this entry was last changed: set when it is added, and again whenever the manager adds, changes or removes one of its fields."),
                 },
             }),
@@ -88,23 +88,23 @@ pub fn schemas(group: &str, version: &str) -> Vec<(String, Value)> {
         (
             "ObjectMeta",
             json!({
-                "description": "ObjectMeta is metadata that all persisted resources must have, which includes all objects users must create.",
+                "description": "The metadata every stored object carries: identity, labels, ownership and lifecycle.",
                 "type": "object",
                 "properties": {
-                    "annotations": string_map("Annotations is an unstructured key/value map that tools and controllers use to store and retrieve arbitrary, non-identifying metadata. Unlike labels they cannot be selected on. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/annotations"),
+                    "annotations": string_map("Free-form string keys and values for tools to keep notes on the object; selectors do not match them. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/annotations"),
                     "creationTimestamp": time("The server time at which the object was created, in RFC 3339 form and UTC. Set by the server; read-only."),
-                    "deletionGracePeriodSeconds": { "type": "integer", "format": "int64", "description": "Number of seconds allowed for this object to gracefully terminate." },
+                    "deletionGracePeriodSeconds": { "type": "integer", "format": "int64", "description": "The grace period a pending delete was given, in seconds. Read-only." },
                     "deletionTimestamp": time("The time (RFC 3339) after which the object will be removed, set by the server when a graceful deletion is requested. Clients cannot set it; read-only."),
                     "finalizers": { "type": "array", "items": { "type": "string", "default": "" }, "x-kubernetes-list-type": "set", "x-kubernetes-patch-strategy": "merge", "description": "Finalizers name the pending clean-up steps that must complete before the object is removed. While the list is non-empty, a delete only sets deletionTimestamp; each finalizer's owner removes its entry when done, and the object goes away when the list is empty." },
                     "generateName": s("A prefix from which the server generates a unique name when name is not set: it appends a random suffix. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#idempotency"),
                     "generation": { "type": "integer", "format": "int64", "description": "A sequence number of the desired state: the server sets it to 1 on create and increments it whenever the spec changes. Read-only." },
                     "labels": string_map("Labels are string keys and values that organize and categorize objects; label selectors on list and watch match them. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels"),
-                    "managedFields": { "type": "array", "items": { "allOf": [r("ManagedFieldsEntry")], "default": {} }, "x-kubernetes-list-type": "atomic", "description": "Maps workflow-id and version to the set of fields that are managed by that workflow." },
+                    "managedFields": { "type": "array", "items": { "allOf": [r("ManagedFieldsEntry")], "default": {} }, "x-kubernetes-list-type": "atomic", "description": "Who set which fields: one entry per manager and operation, kept by the server." },
                     "name": s("The object's name, unique among objects of its kind in its namespace (or in the cluster, for cluster-scoped kinds). Required on create unless generateName is set; cannot be changed. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"),
                     "namespace": s("The namespace the object lives in; empty for cluster-scoped kinds. Defaults to the namespace of the request path; cannot be changed. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces"),
-                    "ownerReferences": { "type": "array", "items": { "allOf": [r("OwnerReference")] }, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["uid"], "x-kubernetes-patch-merge-key": "uid", "x-kubernetes-patch-strategy": "merge", "description": "List of objects depended by this object." },
+                    "ownerReferences": { "type": "array", "items": { "allOf": [r("OwnerReference")] }, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["uid"], "x-kubernetes-patch-merge-key": "uid", "x-kubernetes-patch-strategy": "merge", "description": "The objects that own this one; when they are gone, the garbage collector deletes it." },
                     "resourceVersion": s("An opaque value identifying the version of the object that the server stored. Clients pass it back unchanged for optimistic concurrency (an update with a stale value fails with 409 Conflict) and to start watches; they must not interpret it. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#concurrency-control-and-consistency"),
-                    "selfLink": s("Deprecated: selfLink is a legacy read-only field that is no longer populated."),
+                    "selfLink": s("Deprecated and always empty."),
                     "uid": s("A value the server generates on create that is unique for all time: a new object with the same name gets a different uid. Read-only. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#uids"),
                 },
             }),
@@ -112,46 +112,46 @@ pub fn schemas(group: &str, version: &str) -> Vec<(String, Value)> {
         (
             "OwnerReference",
             json!({
-                "description": "OwnerReference contains enough information to let you identify an owning object.",
+                "description": "Names one owner of an object.",
                 "type": "object",
                 "required": ["apiVersion", "kind", "name", "uid"],
                 "properties": {
-                    "apiVersion": { "type": "string", "default": "", "description": "API version of the referent." },
-                    "blockOwnerDeletion": { "type": "boolean", "description": "If true, the owner cannot be deleted before this reference is removed." },
-                    "controller": { "type": "boolean", "description": "If true, this reference points to the managing controller." },
-                    "kind": { "type": "string", "default": "", "description": "Kind of the referent." },
-                    "name": { "type": "string", "default": "", "description": "Name of the referent." },
-                    "uid": { "type": "string", "default": "", "description": "UID of the referent." },
+                    "apiVersion": { "type": "string", "default": "", "description": "The owner's apiVersion." },
+                    "blockOwnerDeletion": { "type": "boolean", "description": "With foreground deletion, the owner waits for this object to be deleted first." },
+                    "controller": { "type": "boolean", "description": "Whether the owner is the controller that manages this object (at most one is)." },
+                    "kind": { "type": "string", "default": "", "description": "The owner's kind." },
+                    "name": { "type": "string", "default": "", "description": "The owner's name." },
+                    "uid": { "type": "string", "default": "", "description": "The owner's uid." },
                 },
                 "x-kubernetes-map-type": "atomic",
             }),
         ),
         (
             "Patch",
-            json!({ "description": "Patch is provided to give a concrete name and type to the Kubernetes PATCH request body.", "type": "object" }),
+            json!({ "description": "The body of a PATCH, in the format its Content-Type names.", "type": "object" }),
         ),
         (
             "Preconditions",
             json!({
-                "description": "Preconditions must be fulfilled before an operation (update, delete, etc.) is carried out.",
+                "description": "Conditions the object must still meet for the delete to happen.",
                 "type": "object",
-                "properties": { "resourceVersion": s("Specifies the target ResourceVersion"), "uid": s("Specifies the target UID.") },
+                "properties": { "resourceVersion": s("The resourceVersion the object must have."), "uid": s("The uid the object must have.") },
             }),
         ),
         (
             "Status",
             json!({
-                "description": "Status is a return value for calls that don't return other objects.",
+                "description": "The answer to a request that has no object to return, or that failed.",
                 "type": "object",
                 "properties": {
                     "apiVersion": api_version_property(),
-                    "code": { "type": "integer", "format": "int32", "description": "Suggested HTTP return code for this status, 0 if not set." },
-                    "details": { "allOf": [r("StatusDetails")], "description": "Extended data associated with the reason." },
+                    "code": { "type": "integer", "format": "int32", "description": "The HTTP status code of the answer." },
+                    "details": { "allOf": [r("StatusDetails")], "description": "Which object the answer is about, and field-level causes." },
                     "kind": kind_property(),
-                    "message": s("A human-readable description of the status of this operation."),
+                    "message": s("What happened, for people."),
                     "metadata": all_of("ListMeta"),
-                    "reason": s("A machine-readable description of why this operation is in the Failure status."),
-                    "status": s("Status of the operation. One of: Success or Failure."),
+                    "reason": s("Why the request failed, as a single UpperCamelCase word for programs."),
+                    "status": s("Success or Failure."),
                 },
                 "x-kubernetes-group-version-kind": [{ "group": "", "kind": "Status", "version": "v1" }],
             }),
@@ -159,34 +159,34 @@ pub fn schemas(group: &str, version: &str) -> Vec<(String, Value)> {
         (
             "StatusCause",
             json!({
-                "description": "StatusCause provides more information about an api.Status failure.",
+                "description": "One field-level reason a request failed.",
                 "type": "object",
-                "properties": { "field": s("The field of the resource that has caused this error."), "message": s("A human-readable description of the cause of the error."), "reason": s("A machine-readable description of the cause of the error.") },
+                "properties": { "field": s("The path of the field at fault, e.g. spec.replicas."), "message": s("What is wrong with the field, for people."), "reason": s("What is wrong with the field, as a word for programs, e.g. FieldValueInvalid.") },
             }),
         ),
         (
             "StatusDetails",
             json!({
-                "description": "StatusDetails is a set of additional properties that MAY be set by the server to provide additional information about a response.",
+                "description": "The object a failure concerns and the causes of it.",
                 "type": "object",
                 "properties": {
-                    "causes": { "type": "array", "items": { "allOf": [r("StatusCause")], "default": {} }, "x-kubernetes-list-type": "atomic", "description": "The Causes array includes more details associated with the StatusReason failure." },
-                    "group": s("The group attribute of the resource associated with the status StatusReason."),
-                    "kind": s("The kind attribute of the resource associated with the status StatusReason."),
-                    "name": s("The name attribute of the resource associated with the status StatusReason."),
-                    "retryAfterSeconds": { "type": "integer", "format": "int32", "description": "If specified, the time in seconds before the operation should be retried." },
-                    "uid": s("UID of the resource."),
+                    "causes": { "type": "array", "items": { "allOf": [r("StatusCause")], "default": {} }, "x-kubernetes-list-type": "atomic", "description": "Each field-level problem found." },
+                    "group": s("The API group of the object concerned."),
+                    "kind": s("The resource (or kind) of the object concerned."),
+                    "name": s("The name of the object concerned."),
+                    "retryAfterSeconds": { "type": "integer", "format": "int32", "description": "Seconds to wait before trying again, when the server suggests it." },
+                    "uid": s("The uid of the object concerned."),
                 },
             }),
         ),
         (
             "Time",
-            json!({ "description": "Time is a wrapper around time.Time which supports correct marshaling to YAML and JSON, in RFC 3339 form.", "type": "string", "format": "date-time" }),
+            json!({ "description": "A point in time as an RFC 3339 string in UTC.", "type": "string", "format": "date-time" }),
         ),
         (
             "WatchEvent",
             json!({
-                "description": "Event represents a single event to a watched resource.",
+                "description": "One change seen by a watch.",
                 "type": "object",
                 "required": ["type", "object"],
                 "properties": {

@@ -120,7 +120,7 @@ fn kind_schema(d: &ResourceDef) -> Value {
     let mut props = Map::new();
     props.insert("apiVersion".into(), meta::api_version_property());
     props.insert("kind".into(), meta::kind_property());
-    props.insert("metadata".into(), json!({ "allOf": [meta::meta_ref("ObjectMeta")], "default": {}, "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" }));
+    props.insert("metadata".into(), json!({ "allOf": [meta::meta_ref("ObjectMeta")], "default": {}, "description": "The object's metadata: name, namespace, labels, ownership and lifecycle." }));
     if let Some(Value::Object(own)) = obj.remove("properties") {
         props.extend(own);
     }
@@ -192,12 +192,12 @@ fn list_schema(d: &ResourceDef, item: &str) -> Value {
         "properties": {
             "apiVersion": meta::api_version_property(),
             "items": {
-                "description": format!("List of {}. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/kubernetes-objects/", d.plural),
+                "description": format!("The {} of the list.", d.plural),
                 "type": "array",
                 "items": { "allOf": [{ "$ref": format!("#/components/schemas/{item}") }] },
             },
             "kind": meta::kind_property(),
-            "metadata": { "allOf": [meta::meta_ref("ListMeta")], "default": {}, "description": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds" },
+            "metadata": { "allOf": [meta::meta_ref("ListMeta")], "default": {}, "description": "The list's metadata: its resourceVersion and where the next page starts." },
         },
         "x-kubernetes-group-version-kind": [gvk(d, &d.list_kind)],
     })
@@ -214,7 +214,7 @@ fn scale_schemas() -> Vec<(String, Value)> {
                 "properties": {
                     "apiVersion": meta::api_version_property(),
                     "kind": meta::kind_property(),
-                    "metadata": { "allOf": [meta::meta_ref("ObjectMeta")], "default": {}, "description": "Standard object metadata; More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata." },
+                    "metadata": { "allOf": [meta::meta_ref("ObjectMeta")], "default": {}, "description": "The metadata of the object the Scale describes." },
                     "spec": { "allOf": [schema_ref("io.k8s.api.autoscaling.v1.ScaleSpec")], "default": {}, "description": "The desired state of the scaled object." },
                     "status": { "allOf": [schema_ref("io.k8s.api.autoscaling.v1.ScaleStatus")], "description": "The observed state of the scaled object, as the server last saw it. Read-only." },
                 },
@@ -260,13 +260,13 @@ fn query(name: &str) -> Value {
         "gracePeriodSeconds" => ("integer", "Seconds to wait before the object is deleted; zero deletes at once. Defaults to the kind's own grace period."),
         "labelSelector" => ("string", "Restricts the returned objects to those whose labels match, e.g. app=web,tier!=cache. Defaults to everything."),
         "limit" => ("integer", "The largest number of objects to return. When more exist, the list's metadata carries a continue token for the next page (and remainingItemCount when known)."),
-        "pretty" => ("string", "If 'true', the output is pretty printed."),
+        "pretty" => ("string", "true: indent the JSON answer for reading."),
         "propagationPolicy" => ("string", "How dependents are garbage collected: Orphan, Background or Foreground."),
         "resourceVersion" => ("string", "Constrains which resource versions the request may be served from: for a list, \"0\" means any, unset means the most recent, and another value means not older than it (or exactly it, with resourceVersionMatch=Exact); for a watch, events after it are sent. See https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions."),
         "resourceVersionMatch" => ("string", "How resourceVersion applies to a list: NotOlderThan or Exact. Only valid when resourceVersion is set."),
         "sendInitialEvents" => ("boolean", "With watch=true and resourceVersionMatch=NotOlderThan, starts the watch with synthetic ADDED events for the current state, then a BOOKMARK annotated k8s.io/initial-events-end."),
         "timeoutSeconds" => ("integer", "Ends the list or watch call after this many seconds, whether or not there was activity."),
-        "watch" => ("boolean", "Watch for changes to the described resources and return them as a stream of add, update, and remove notifications. Specify resourceVersion."),
+        "watch" => ("boolean", "Stream the changes to the listed objects (ADDED, MODIFIED, DELETED events) instead of listing them; resourceVersion says where to start."),
         other => ("string", other),
     };
     json!({ "name": name, "in": "query", "description": description, "schema": { "type": ty } })
@@ -274,8 +274,8 @@ fn query(name: &str) -> Value {
 
 fn path_param(name: &str) -> Value {
     let description = match name {
-        "name" => "name of the object",
-        "namespace" => "object name and auth scope, such as for teams and projects",
+        "name" => "the name of the object",
+        "namespace" => "the namespace the objects live in",
         other => other,
     };
     json!({ "name": name, "in": "path", "description": description, "required": true, "schema": { "type": "string" } })
@@ -490,7 +490,7 @@ fn paths_of(d: &ResourceDef, item: &str) -> Vec<(String, Value)> {
                 let mut op = operation(d, path_op(d, item, e.kind, o.verb));
                 if let Some(note) = deprecation(e.kind) {
                     op["description"] = json!(format!(
-                        "{}. deprecated: use the 'watch' parameter with a list operation instead{note}.",
+                        "{}. Deprecated: list with watch=true instead{note}.",
                         op["description"].as_str().unwrap_or_default()
                     ));
                 }
@@ -514,7 +514,7 @@ fn paths_of(d: &ResourceDef, item: &str) -> Vec<(String, Value)> {
 fn deprecation(kind: PathKind) -> Option<&'static str> {
     match kind {
         PathKind::WatchObject => {
-            Some(", filtered to a single item with the 'fieldSelector' parameter")
+            Some("; to watch one object, add fieldSelector=metadata.name=<name>")
         }
         PathKind::WatchCollection | PathKind::WatchAllNamespaces => Some(""),
         _ => None,

@@ -224,26 +224,26 @@ pub mod apiextensions_k8s_io_v1 {
 pub mod core_v1 {
     use serde::{Deserialize, Serialize};
     use schemars::JsonSchema;
-    ///ConfigMap holds configuration data for pods to consume.
+    ///Named configuration values, as text (data) or bytes (binaryData).
     #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
     pub struct ConfigMap {
-        ///Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'.
+        ///Text values by key; keys use letters, digits, '-', '_' and '.'.
         #[serde(rename = "data")]
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub data: Option<std::collections::BTreeMap<String, String>>,
-        ///BinaryData contains the binary data, base64-encoded. Keys must not overlap with Data.
+        ///Byte values by key, base64-encoded; a key may not also be in data.
         #[serde(rename = "binaryData")]
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub binary_data: Option<std::collections::BTreeMap<String, String>>,
-        ///Immutable, if set to true, ensures that data stored in the ConfigMap cannot be updated.
+        ///Once true, data and binaryData can no longer change.
         #[serde(rename = "immutable")]
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub immutable: Option<bool>,
     }
-    ///Spec defines the behavior of the Namespace.
+    ///What the namespace should be.
     #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
     pub struct NamespaceSpec {
-        ///Finalizers is an opaque list of values that must be empty to permanently remove object from storage.
+        ///Clean-up steps that must finish before a deleted namespace disappears.
         #[serde(rename = "finalizers")]
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub finalizers: Option<Vec<String>>,
@@ -265,46 +265,46 @@ pub mod core_v1 {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub message: Option<String>,
     }
-    ///Status describes the current status of a Namespace.
+    ///What the server observed of the namespace.
     #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
     pub struct NamespaceStatus {
-        ///Phase is the current lifecycle phase of the namespace.
+        ///Active, or Terminating once deletion has started.
         #[serde(rename = "phase")]
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub phase: Option<String>,
-        ///Represents the latest available observations of a namespace's current state.
+        ///Observations about the namespace, one per type.
         #[serde(rename = "conditions")]
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub conditions: Option<Vec<NamespaceStatusConditionsItem>>,
     }
-    ///Namespace provides a scope for Names. Use of multiple namespaces is optional.
+    ///A Namespace groups namespaced objects; names are unique within one.
     #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
     pub struct Namespace {
-        ///Spec defines the behavior of the Namespace.
+        ///What the namespace should be.
         #[serde(rename = "spec")]
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub spec: Option<NamespaceSpec>,
-        ///Status describes the current status of a Namespace.
+        ///What the server observed of the namespace.
         #[serde(rename = "status")]
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub status: Option<NamespaceStatus>,
     }
-    ///Secret holds secret data of a certain type. The total bytes of the values in the Data field must be less than MaxSecretSize bytes.
+    ///Sensitive values (credentials, keys, tokens) by key, with a type saying what they are.
     #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
     pub struct Secret {
-        ///Data contains the secret data, base64-encoded.
+        ///The values by key, base64-encoded.
         #[serde(rename = "data")]
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub data: Option<std::collections::BTreeMap<String, String>>,
-        ///Used to facilitate programmatic handling of secret data. Defaults to Opaque.
+        ///What kind of secret this is, for programs that use it; Opaque when not set.
         #[serde(rename = "type")]
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub r#type: Option<String>,
-        ///stringData allows specifying non-binary secret data in string form. It is write-only and merged into the data field on write.
+        ///Plain-text values to store in data (encoded by the server); write-only, never returned.
         #[serde(rename = "stringData")]
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub string_data: Option<std::collections::BTreeMap<String, String>>,
-        ///Immutable, if set to true, ensures that data stored in the Secret cannot be updated.
+        ///Once true, data can no longer change.
         #[serde(rename = "immutable")]
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub immutable: Option<bool>,
