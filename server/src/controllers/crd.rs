@@ -29,7 +29,7 @@ const RESYNC: Duration = Duration::from_millis(300);
 const MANAGER: &str = "apiextensions-apiserver";
 
 /// What one definition registered, and for which generation of its spec.
-struct Served {
+struct Installed {
     generation: i64,
     /// `(group, version, plural)` of each registered entry.
     entries: Vec<(String, String, String)>,
@@ -40,7 +40,7 @@ struct Served {
 /// Runs the controller until the process ends.
 pub fn spawn(catalog: Arc<Catalog>, store: Store) {
     tokio::spawn(async move {
-        let mut served: BTreeMap<String, Served> = BTreeMap::new();
+        let mut served: BTreeMap<String, Installed> = BTreeMap::new();
         loop {
             if let Err(e) = sync(&catalog, &store, &mut served).await {
                 tracing::warn!("customresourcedefinition controller: {e}");
@@ -53,7 +53,7 @@ pub fn spawn(catalog: Arc<Catalog>, store: Store) {
 async fn sync(
     catalog: &Catalog,
     store: &Store,
-    served: &mut BTreeMap<String, Served>,
+    served: &mut BTreeMap<String, Installed>,
 ) -> Result<(), String> {
     let Some(crds) = catalog.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") else {
         return Ok(());
@@ -103,7 +103,7 @@ async fn sync(
             let (entries, status) = serve(catalog, crd);
             served.insert(
                 name.clone(),
-                Served {
+                Installed {
                     generation,
                     entries,
                     status,

@@ -53,7 +53,7 @@ const GROUP_PREFIX: &str = "apis";
 const NAMESPACE_SUBRESOURCES: &[&str] = &["status", "finalize"];
 
 /// Whether a query parameter value turns a boolean option on, as the handlers read it.
-pub fn is_true(v: &str) -> bool {
+fn is_true(v: &str) -> bool {
     matches!(v, "true" | "1")
 }
 

@@ -246,12 +246,7 @@ impl Strategy for CustomResourceDefinitionStrategy {
             ("spec.names.singular", &spec["names"]["singular"]),
         ] {
             let v = text(value);
-            let label = v.len() <= 63
-                && v.starts_with(|c: char| c.is_ascii_lowercase())
-                && v.chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                && !v.ends_with('-');
-            if !value.is_null() && !label {
+            if !value.is_null() && !codegen::names::is_dns_label(&v) {
                 causes.push(StatusCause::invalid(
                     field,
                     &v,
