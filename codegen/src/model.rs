@@ -138,6 +138,27 @@ pub struct PrinterColumn {
     pub json_path: String,
 }
 
+/// One `x-kubernetes-validations` entry: a CEL rule and how its failure is reported.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidationRule {
+    pub rule: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_expression: Option<String>,
+    /// `FieldValueInvalid` (the default), `FieldValueForbidden`, `FieldValueRequired`
+    /// or `FieldValueDuplicate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Where the failure is reported, relative to the value (`.spec.replicas`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_path: Option<String>,
+    /// A transition rule runs even when there is no old value (`oldSelf` is then absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optional_old_self: Option<bool>,
+}
+
 /// The OpenAPI v3 subset CRDs accept in `openAPIV3Schema`, plus a protobuf field number.
 /// (De)serializes as that OpenAPI JSON, field numbers included.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -156,7 +177,31 @@ pub struct Schema {
     pub default: Option<serde_json::Value>,
     pub minimum: Option<serde_json::Number>,
     pub maximum: Option<serde_json::Number>,
+    /// OpenAPI 3.0's boolean forms: `minimum`/`maximum` themselves are excluded.
+    pub exclusive_minimum: bool,
+    pub exclusive_maximum: bool,
+    pub multiple_of: Option<serde_json::Number>,
     pub pattern: Option<String>,
+    pub min_length: Option<u64>,
+    pub max_length: Option<u64>,
+    pub min_items: Option<u64>,
+    pub max_items: Option<u64>,
+    pub unique_items: bool,
+    pub min_properties: Option<u64>,
+    pub max_properties: Option<u64>,
+    /// Value validations composed from other schemas (no structure of their own).
+    pub all_of: Vec<Schema>,
+    pub any_of: Vec<Schema>,
+    pub one_of: Vec<Schema>,
+    pub not: Option<Box<Schema>>,
+    /// CEL rules (`x-kubernetes-validations`), checked against the value here.
+    pub validations: Vec<ValidationRule>,
+    /// The value is a whole object (`apiVersion`, `kind`, `metadata`), as a Pod template.
+    pub embedded_resource: bool,
+    /// Documentation only: shown by `kubectl explain` and published in OpenAPI.
+    pub title: Option<String>,
+    pub example: Option<serde_json::Value>,
+    pub external_docs: Option<serde_json::Value>,
     pub nullable: bool,
     pub preserve_unknown_fields: bool,
     pub int_or_string: bool,
@@ -222,8 +267,63 @@ impl Schema {
         if let Some(n) = &self.maximum {
             m.insert("maximum".into(), Value::Number(n.clone()));
         }
+        if self.exclusive_minimum {
+            m.insert("exclusiveMinimum".into(), Value::Bool(true));
+        }
+        if self.exclusive_maximum {
+            m.insert("exclusiveMaximum".into(), Value::Bool(true));
+        }
+        if let Some(n) = &self.multiple_of {
+            m.insert("multipleOf".into(), Value::Number(n.clone()));
+        }
         if let Some(p) = &self.pattern {
             m.insert("pattern".into(), Value::String(p.clone()));
+        }
+        for (key, bound) in [
+            ("minLength", self.min_length),
+            ("maxLength", self.max_length),
+            ("minItems", self.min_items),
+            ("maxItems", self.max_items),
+            ("minProperties", self.min_properties),
+            ("maxProperties", self.max_properties),
+        ] {
+            if let Some(n) = bound {
+                m.insert(key.into(), n.into());
+            }
+        }
+        if self.unique_items {
+            m.insert("uniqueItems".into(), Value::Bool(true));
+        }
+        for (key, list) in [
+            ("allOf", &self.all_of),
+            ("anyOf", &self.any_of),
+            ("oneOf", &self.one_of),
+        ] {
+            if !list.is_empty() {
+                let list = list.iter().map(|s| s.to_json(with_protobuf)).collect();
+                m.insert(key.into(), Value::Array(list));
+            }
+        }
+        if let Some(n) = &self.not {
+            m.insert("not".into(), n.to_json(with_protobuf));
+        }
+        if !self.validations.is_empty() {
+            m.insert(
+                "x-kubernetes-validations".into(),
+                serde_json::to_value(&self.validations).unwrap_or_default(),
+            );
+        }
+        if self.embedded_resource {
+            m.insert("x-kubernetes-embedded-resource".into(), Value::Bool(true));
+        }
+        if let Some(t) = &self.title {
+            m.insert("title".into(), Value::String(t.clone()));
+        }
+        if let Some(e) = &self.example {
+            m.insert("example".into(), e.clone());
+        }
+        if let Some(e) = &self.external_docs {
+            m.insert("externalDocs".into(), e.clone());
         }
         if self.nullable {
             m.insert("nullable".into(), Value::Bool(true));
@@ -260,28 +360,14 @@ impl Schema {
 
 impl Schema {
     /// The inverse of [`Schema::to_json`] (with field numbers): reads an OpenAPI v3 schema
-    /// in the subset this model holds. Keywords outside it are an error naming the path.
+    /// in the subset CRDs accept. Other keywords are an error naming the path.
     pub fn from_json(v: &serde_json::Value) -> Result<Schema, String> {
-        Self::from_json_at(v, "schema", &mut None)
+        Self::from_json_at(v, "schema")
     }
 
-    /// Like [`Schema::from_json`], for schemas written for kube-apiserver (a CRD's
-    /// `openAPIV3Schema`): the OpenAPI keywords this model does not hold yet
-    /// ([`NOT_HELD_KEYWORDS`]) are left out rather than refused, and their paths returned.
-    pub fn from_json_lenient(
-        v: &serde_json::Value,
-        path: &str,
-    ) -> Result<(Schema, Vec<String>), String> {
-        let mut left_out = Some(Vec::new());
-        let s = Self::from_json_at(v, path, &mut left_out)?;
-        Ok((s, left_out.unwrap_or_default()))
-    }
-
-    fn from_json_at(
-        v: &serde_json::Value,
-        path: &str,
-        left_out: &mut Option<Vec<String>>,
-    ) -> Result<Schema, String> {
+    /// [`Schema::from_json`] with errors naming paths under `path` (a CRD's
+    /// `spec.versions[0].schema.openAPIV3Schema`).
+    pub fn from_json_at(v: &serde_json::Value, path: &str) -> Result<Schema, String> {
         use serde_json::Value;
         let obj = v
             .as_object()
@@ -304,26 +390,42 @@ impl Schema {
             Value::Number(n) => Ok(n.clone()),
             _ => Err(format!("{path}.{k}: must be a number")),
         };
+        let count = |k: &str, v: &Value| {
+            v.as_u64()
+                .ok_or_else(|| format!("{path}.{k}: must be a non-negative integer"))
+        };
+        let schemas = |k: &str, v: &Value| -> Result<Vec<Schema>, String> {
+            let list = v
+                .as_array()
+                .ok_or_else(|| format!("{path}.{k}: must be a list of schemas"))?;
+            list.iter()
+                .enumerate()
+                .map(|(i, s)| Self::from_json_at(s, &format!("{path}.{k}[{i}]")))
+                .collect()
+        };
         let mut s = Schema::default();
         for (k, v) in obj {
             match k.as_str() {
                 "description" => s.description = Some(string(k, v)?),
                 "type" => s.type_ = Some(string(k, v)?),
                 "format" => s.format = Some(string(k, v)?),
+                "title" => s.title = Some(string(k, v)?),
+                "example" => s.example = Some(v.clone()),
+                "externalDocs" => s.external_docs = Some(v.clone()),
                 "properties" => {
                     let props = v
                         .as_object()
                         .ok_or_else(|| format!("{path}.properties: must be an object"))?;
                     for (name, p) in props {
-                        let at = format!("{path}.properties.{name}");
+                        let at = format!("{path}.properties[{name}]");
                         s.properties
-                            .push((name.clone(), Self::from_json_at(p, &at, left_out)?));
+                            .push((name.clone(), Self::from_json_at(p, &at)?));
                     }
                 }
                 "required" => s.required = strings(k, v)?,
                 "items" => {
                     let at = format!("{path}.items");
-                    s.items = Some(Box::new(Self::from_json_at(v, &at, left_out)?));
+                    s.items = Some(Box::new(Self::from_json_at(v, &at)?));
                 }
                 "additionalProperties" => {
                     let at = format!("{path}.additionalProperties");
@@ -333,7 +435,7 @@ impl Schema {
                             ..Schema::default()
                         })),
                         Value::Bool(false) => None,
-                        other => Some(Box::new(Self::from_json_at(other, &at, left_out)?)),
+                        other => Some(Box::new(Self::from_json_at(other, &at)?)),
                     };
                 }
                 "enum" => {
@@ -345,7 +447,29 @@ impl Schema {
                 "default" => s.default = Some(v.clone()),
                 "minimum" => s.minimum = Some(number(k, v)?),
                 "maximum" => s.maximum = Some(number(k, v)?),
+                "exclusiveMinimum" => s.exclusive_minimum = flag(k, v)?,
+                "exclusiveMaximum" => s.exclusive_maximum = flag(k, v)?,
+                "multipleOf" => s.multiple_of = Some(number(k, v)?),
                 "pattern" => s.pattern = Some(string(k, v)?),
+                "minLength" => s.min_length = Some(count(k, v)?),
+                "maxLength" => s.max_length = Some(count(k, v)?),
+                "minItems" => s.min_items = Some(count(k, v)?),
+                "maxItems" => s.max_items = Some(count(k, v)?),
+                "uniqueItems" => s.unique_items = flag(k, v)?,
+                "minProperties" => s.min_properties = Some(count(k, v)?),
+                "maxProperties" => s.max_properties = Some(count(k, v)?),
+                "allOf" => s.all_of = schemas(k, v)?,
+                "anyOf" => s.any_of = schemas(k, v)?,
+                "oneOf" => s.one_of = schemas(k, v)?,
+                "not" => {
+                    let at = format!("{path}.not");
+                    s.not = Some(Box::new(Self::from_json_at(v, &at)?));
+                }
+                "x-kubernetes-validations" => {
+                    s.validations =
+                        serde_json::from_value(v.clone()).map_err(|e| format!("{path}.{k}: {e}"))?
+                }
+                "x-kubernetes-embedded-resource" => s.embedded_resource = flag(k, v)?,
                 "nullable" => s.nullable = flag(k, v)?,
                 "x-kubernetes-preserve-unknown-fields" => s.preserve_unknown_fields = flag(k, v)?,
                 "x-kubernetes-int-or-string" => s.int_or_string = flag(k, v)?,
@@ -359,43 +483,12 @@ impl Schema {
                             .ok_or_else(|| format!("{path}.{k}: must be a field number"))?,
                     )
                 }
-                other if NOT_HELD_KEYWORDS.contains(&other) && left_out.is_some() => {
-                    if let Some(list) = left_out.as_mut() {
-                        list.push(format!("{path}.{other}"));
-                    }
-                }
                 other => return Err(format!("{path}: unsupported keyword `{other}`")),
             }
         }
         Ok(s)
     }
 }
-
-/// Valid keywords of a CRD's schema that this model does not hold yet: documentation
-/// (`title`, `example`, `externalDocs`), bounds on lengths and counts, composition
-/// (`allOf`, `anyOf`, `oneOf`, `not`), CEL rules and embedded resources. A lenient
-/// read leaves them out, so such CRDs are served without those checks.
-pub const NOT_HELD_KEYWORDS: &[&str] = &[
-    "title",
-    "example",
-    "externalDocs",
-    "maxLength",
-    "minLength",
-    "maxItems",
-    "minItems",
-    "uniqueItems",
-    "maxProperties",
-    "minProperties",
-    "multipleOf",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "allOf",
-    "anyOf",
-    "oneOf",
-    "not",
-    "x-kubernetes-validations",
-    "x-kubernetes-embedded-resource",
-];
 
 impl From<Schema> for serde_json::Value {
     fn from(s: Schema) -> Self {
@@ -446,31 +539,28 @@ mod tests {
     }
 
     #[test]
-    fn a_lenient_read_leaves_out_keywords_the_model_does_not_hold() {
-        let v = serde_json::json!({"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}}, "x-kubernetes-validations": []});
-        let (s, left_out) = Schema::from_json_lenient(&v, "s").unwrap();
-        assert_eq!(s.properties[0].1.type_.as_deref(), Some("string"));
-        assert_eq!(
-            left_out,
-            ["s.properties.name.maxLength", "s.x-kubernetes-validations"]
-        );
-        assert!(
-            Schema::from_json(&v).is_err(),
-            "the strict read refuses them"
-        );
-        let typo = serde_json::json!({"type": "object", "propertys": {}});
-        assert!(
-            Schema::from_json_lenient(&typo, "s").is_err(),
-            "unknown words stay errors"
-        );
+    fn every_crd_keyword_round_trips_through_json() {
+        let v = serde_json::json!({"type": "object", "title": "T", "minProperties": 1, "maxProperties": 4,
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": 8, "example": "a"},
+                "n": {"type": "number", "minimum": 0, "exclusiveMinimum": true, "multipleOf": 0.5},
+                "l": {"type": "array", "minItems": 1, "maxItems": 3, "items": {"type": "string"}},
+                "e": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}
+            },
+            "oneOf": [{"required": ["name"]}, {"required": ["n"]}], "not": {"required": ["l"]},
+            "x-kubernetes-validations": [{"rule": "self.name != 'x'", "message": "not x", "fieldPath": ".name"}]});
+        let s = Schema::from_json(&v).unwrap();
+        assert_eq!(s.one_of.len(), 2);
+        assert_eq!(s.validations[0].field_path.as_deref(), Some(".name"));
+        assert_eq!(s.to_json(false), v);
     }
 
     #[test]
     fn unknown_schema_keywords_are_named_with_their_path() {
-        let v = serde_json::json!({"type": "object", "properties": {"spec": {"type": "object", "oneOf": []}}});
+        let v = serde_json::json!({"type": "object", "properties": {"spec": {"type": "object", "patternProperties": {}}}});
         assert_eq!(
             Schema::from_json(&v),
-            Err("schema.properties.spec: unsupported keyword `oneOf`".to_string())
+            Err("schema.properties[spec]: unsupported keyword `patternProperties`".to_string())
         );
     }
 }

@@ -321,6 +321,32 @@ fn check_schema(s: &Schema, fallback: &Location, path: &str, diags: &mut Diagnos
             ));
         }
     }
+    if let Some(p) = s.pattern.as_deref().filter(|p| !p.is_empty()) {
+        if let Err(e) = regex::Regex::new(p) {
+            diags.push(Diagnostic::new(
+                at.clone(),
+                format!("{here} has a pattern that does not compile: {e}"),
+            ));
+        }
+    }
+    if s.unique_items {
+        diags.push(
+            Diagnostic::new(
+                at.clone(),
+                format!("{here} sets `uniqueItems: true`, which checks every pair of items"),
+            )
+            .with_help("use `x-kubernetes-list-type: set` for lists of distinct values"),
+        );
+    }
+    if s.embedded_resource && !is("object") {
+        diags.push(Diagnostic::new(
+            at.clone(),
+            format!("{here} is an embedded resource but not `type: object`"),
+        ));
+    }
+    for (keyword, sub) in value_validations(s) {
+        check_value_validation(sub, s, &at, &format!("{here} {keyword}"), diags);
+    }
     for (name, prop) in &s.properties {
         let child = if path.is_empty() {
             name.clone()
@@ -336,6 +362,88 @@ fn check_schema(s: &Schema, fallback: &Location, path: &str, diags: &mut Diagnos
         if !a.preserve_unknown_fields || a.type_.is_some() {
             check_schema(a, &at, &format!("{path}.*"), diags);
         }
+    }
+}
+
+/// The `allOf`, `anyOf`, `oneOf` and `not` schemas of `s`, with their keyword.
+fn value_validations(s: &Schema) -> Vec<(&'static str, &Schema)> {
+    let mut out = Vec::new();
+    for (keyword, list) in [
+        ("allOf", &s.all_of),
+        ("anyOf", &s.any_of),
+        ("oneOf", &s.one_of),
+    ] {
+        out.extend(list.iter().map(|x| (keyword, x)));
+    }
+    out.extend(s.not.as_deref().map(|n| ("not", n)));
+    out
+}
+
+/// A schema under `allOf`/`anyOf`/`oneOf`/`not` only adds checks: it may not change
+/// the structure (types, defaults, extensions), and names only fields that `structural`
+/// declares, so pruning and defaulting never depend on which branch matched.
+fn check_value_validation(
+    v: &Schema,
+    structural: &Schema,
+    at: &Location,
+    here: &str,
+    diags: &mut Diagnostics,
+) {
+    let at = v.location.clone().unwrap_or_else(|| at.clone());
+    // The one structure allowed: an int-or-string's `anyOf: [{type: integer}, {type: string}]`.
+    let int_or_string_type =
+        structural.int_or_string && matches!(v.type_.as_deref(), Some("integer" | "string"));
+    let forbidden = [
+        ("type", v.type_.is_some() && !int_or_string_type),
+        ("description", v.description.is_some()),
+        ("title", v.title.is_some()),
+        ("default", v.default.is_some()),
+        ("nullable", v.nullable),
+        ("additionalProperties", v.additional_properties.is_some()),
+        (
+            "x-kubernetes-preserve-unknown-fields",
+            v.preserve_unknown_fields,
+        ),
+        ("x-kubernetes-int-or-string", v.int_or_string),
+        ("x-kubernetes-embedded-resource", v.embedded_resource),
+        ("x-kubernetes-list-type", v.list_type.is_some()),
+        ("x-kubernetes-list-map-keys", !v.list_map_keys.is_empty()),
+        ("x-kubernetes-map-type", v.map_type.is_some()),
+        ("x-kubernetes-validations", !v.validations.is_empty()),
+    ];
+    for (keyword, set) in forbidden {
+        if set {
+            diags.push(
+                Diagnostic::new(at.clone(), format!("{here} must not set `{keyword}`")).with_help(
+                    "value validations only add checks; declare structure in the schema itself",
+                ),
+            );
+        }
+    }
+    for (name, prop) in &v.properties {
+        match structural.properties.iter().find(|(k, _)| k == name) {
+            Some((_, declared)) => {
+                check_value_validation(prop, declared, &at, &format!("{here}.{name}"), diags)
+            }
+            None => diags.push(Diagnostic::new(
+                at.clone(),
+                format!("{here} names `{name}`, which the schema does not declare"),
+            )),
+        }
+    }
+    if let Some(items) = &v.items {
+        match &structural.items {
+            Some(declared) => {
+                check_value_validation(items, declared, &at, &format!("{here}[]"), diags)
+            }
+            None => diags.push(Diagnostic::new(
+                at.clone(),
+                format!("{here} has `items`, which the schema does not declare"),
+            )),
+        }
+    }
+    for (keyword, sub) in value_validations(v) {
+        check_value_validation(sub, structural, &at, &format!("{here} {keyword}"), diags);
     }
 }
 

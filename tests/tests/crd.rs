@@ -1,7 +1,7 @@
 //! CustomResourceDefinitions: a definition created with kubectl becomes a served kind
 //! (discovery, OpenAPI, kubectl get and explain, validation by its schema), its status
 //! says so, a definition whose names are taken is not served, and deleting it stops
-//! serving the kind.
+//! serving the kind; custom objects are held to every check of their schema.
 
 use std::time::{Duration, Instant};
 
@@ -149,8 +149,7 @@ fn a_crd_is_served_until_it_is_deleted() {
         "{err}"
     );
 
-    // A schema that cannot be served is refused with the field at fault; keywords not
-    // enforced yet (lengths, CEL rules) do not keep a CRD from being served.
+    // A schema that cannot be served is refused with the field at fault.
     let typo = s.write_file(
         "typo.yaml",
         &CRONTABS.replace("cronSpec: {type: string}", "cronSpec: {type: strin}"),
@@ -160,19 +159,6 @@ fn a_crd_is_served_until_it_is_deleted() {
         err.contains("is invalid") && err.contains("unknown type `strin`"),
         "{err}"
     );
-    let lenient = s.write_file(
-        "lenient.yaml",
-        &CRONTABS
-            .replace("crontabs", "jobs")
-            .replace("crontab", "job")
-            .replace("CronTab", "Job")
-            .replace("[ct]", "[jb]")
-            .replace(
-                "cronSpec: {type: string}",
-                "cronSpec: {type: string, maxLength: 64, x-kubernetes-validations: [{rule: 'self.size() > 0'}]}",
-            ),
-    );
-    install(&s, &lenient, "jobs.stable.example.com");
 
     // Deleting the definition stops serving the kind and deletes its objects: once
     // kubectl has seen the definition go, a new one of the same name starts empty.
@@ -256,6 +242,154 @@ fn an_exported_definition_serves_its_kind_as_the_compiled_in_one_does() {
             err.contains("The Widget \"w\" is invalid")
                 && err.contains("spec.color: Unsupported value: \"purple\""),
             "{group}: {err}"
+        );
+    }
+}
+
+const QUEUES: &str = "\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: queues.checks.example.com
+spec:
+  group: checks.example.com
+  scope: Namespaced
+  names: {plural: queues, singular: queue, kind: Queue}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              minProperties: 1
+              properties:
+                name: {type: string, minLength: 3, maxLength: 8, pattern: '^[a-z]+$'}
+                weight: {type: number, minimum: 0, exclusiveMinimum: true, multipleOf: 0.5}
+                owners: {type: array, maxItems: 2, items: {type: string, format: email}}
+                since: {type: string, format: date-time}
+                port:
+                  x-kubernetes-int-or-string: true
+                  anyOf: [{type: integer}, {type: string}]
+                fifo: {type: boolean}
+                lifo: {type: boolean}
+                template:
+                  type: object
+                  x-kubernetes-embedded-resource: true
+                  x-kubernetes-preserve-unknown-fields: true
+              not: {required: [fifo, lifo]}
+";
+
+/// A manifest of Queue `name` with `spec` (a YAML flow mapping), for `kubectl apply -f`.
+fn queue(s: &TestServer, name: &str, spec: &str) -> String {
+    let file = s.write_file(
+        &format!("{name}.yaml"),
+        &format!("apiVersion: checks.example.com/v1\nkind: Queue\nmetadata: {{name: {name}}}\nspec: {spec}\n"),
+    );
+    file.to_str().unwrap().to_string()
+}
+
+#[test]
+fn custom_objects_are_held_to_every_check_of_their_schema() {
+    let s = TestServer::start();
+    let crd = s.write_file("queues.yaml", QUEUES);
+    install(&s, &crd, "queues.checks.example.com");
+
+    let ok = "{name: orders, weight: 1.5, owners: [a@example.com], since: '2026-12-02T01:00:00Z', port: http, \
+              template: {apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {}}}";
+    s.kubectl_ok(&["apply", "-f", &queue(&s, "good", ok)]);
+    let kept = s.kubectl_ok(&[
+        "get",
+        "queue",
+        "good",
+        "-o",
+        "jsonpath={.spec.template.kind} {.spec.port}",
+    ]);
+    assert_eq!(kept, "Pod http", "an embedded object keeps its kind");
+
+    // Each violation is named with its field, in kube-apiserver's words.
+    let cases = [
+        (
+            "{name: ab}",
+            "spec.name in body should be at least 3 chars long",
+        ),
+        (
+            "{name: waytoolong}",
+            "spec.name: Too long: may not be more than 8 bytes",
+        ),
+        ("{name: Upper}", "spec.name in body should match '^[a-z]+$'"),
+        (
+            "{weight: 0}",
+            "spec.weight in body should be greater than 0",
+        ),
+        (
+            "{weight: 0.7}",
+            "spec.weight in body should be a multiple of 0.5",
+        ),
+        (
+            "{owners: [a@x.io, b@x.io, c@x.io]}",
+            "spec.owners: Too many: 3: must have at most 2 items",
+        ),
+        (
+            "{since: yesterday}",
+            "spec.since in body must be of type date-time",
+        ),
+        (
+            "{port: [80]}",
+            "spec.port in body must be of type integer or string",
+        ),
+        ("{}", "spec in body should have at least 1 properties"),
+        (
+            "{fifo: true, lifo: true}",
+            "spec in body must not validate the schema (not)",
+        ),
+        (
+            "{template: {spec: {}}}",
+            "spec.template.kind: Required value",
+        ),
+    ];
+    for (i, (spec, message)) in cases.iter().enumerate() {
+        let err = s.kubectl_err(&["apply", "-f", &queue(&s, &format!("bad{i}"), spec)]);
+        assert!(
+            err.contains("is invalid") && err.contains(message),
+            "{spec}: {err}"
+        );
+    }
+
+    // Schemas kube-apiserver refuses are refused here too, naming the field.
+    let refused = [
+        (
+            "items: {type: string, format: email}",
+            "items: {type: string}, uniqueItems: true",
+            "uniqueItems: true",
+        ),
+        (
+            "not: {required: [fifo, lifo]}",
+            "not: {type: object}",
+            "must not set `type`",
+        ),
+        (
+            "pattern: '^[a-z]+$'",
+            "pattern: '^[a-z+$'",
+            "pattern that does not compile",
+        ),
+    ];
+    for (from, to, message) in refused {
+        let file = s.write_file(
+            "refused.yaml",
+            &QUEUES
+                .replace("queues", "others")
+                .replace("Queue", "Other")
+                .replace("queue,", "other,")
+                .replace(from, to),
+        );
+        let err = s.kubectl_err(&["apply", "-f", file.to_str().unwrap()]);
+        assert!(
+            err.contains("is invalid") && err.contains(message),
+            "{to}: {err}"
         );
     }
 }

@@ -39,7 +39,26 @@ const SCHEMA_KEYS: &[&str] = &[
     "default",
     "minimum",
     "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
     "pattern",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "x-kubernetes-validations",
+    "x-kubernetes-embedded-resource",
+    "title",
+    "example",
+    "externalDocs",
     "nullable",
     "x-kubernetes-preserve-unknown-fields",
     "x-kubernetes-int-or-string",
@@ -351,6 +370,39 @@ impl Cx<'_> {
         n
     }
 
+    /// A boolean keyword; absent or unreadable counts as false (the error is reported).
+    fn flag(&self, node: &Node, key: &str, diags: &mut Diagnostics) -> bool {
+        self.boolean(node, key, diags).unwrap_or(false)
+    }
+
+    /// A non-negative integer (a length or a count).
+    fn count(&self, node: &Node, key: &str, diags: &mut Diagnostics) -> Option<u64> {
+        let s = self.scalar(node, key, "a non-negative integer", diags)?;
+        let n = s.as_u64();
+        if n.is_none() {
+            diags.push(Diagnostic::new(
+                self.loc(node.span()),
+                format!(
+                    "`{key}` must be a non-negative integer, not `{}`",
+                    s.as_str()
+                ),
+            ));
+        }
+        n
+    }
+
+    /// A list of schemas (`allOf`, `anyOf`, `oneOf`).
+    fn schemas(&self, node: &Node, key: &str, diags: &mut Diagnostics) -> Vec<Schema> {
+        let Some(seq) = node.as_sequence() else {
+            diags.push(Diagnostic::new(
+                self.loc(node.span()),
+                format!("`{key}` must be a list of schemas"),
+            ));
+            return vec![];
+        };
+        seq.iter().map(|n| self.schema(n, None, diags)).collect()
+    }
+
     fn string_list(&self, node: &Node, key: &str, diags: &mut Diagnostics) -> Vec<String> {
         let Some(seq) = node.as_sequence() else {
             diags.push(
@@ -436,12 +488,41 @@ impl Cx<'_> {
                 "default" => s.default = Some(to_json(v)),
                 "minimum" => s.minimum = self.number(v, "minimum", diags),
                 "maximum" => s.maximum = self.number(v, "maximum", diags),
-                "nullable" => s.nullable = self.boolean(v, "nullable", diags).unwrap_or(false),
+                "exclusiveMinimum" => s.exclusive_minimum = self.flag(v, k.as_str(), diags),
+                "exclusiveMaximum" => s.exclusive_maximum = self.flag(v, k.as_str(), diags),
+                "multipleOf" => s.multiple_of = self.number(v, "multipleOf", diags),
+                "minLength" => s.min_length = self.count(v, k.as_str(), diags),
+                "maxLength" => s.max_length = self.count(v, k.as_str(), diags),
+                "minItems" => s.min_items = self.count(v, k.as_str(), diags),
+                "maxItems" => s.max_items = self.count(v, k.as_str(), diags),
+                "uniqueItems" => s.unique_items = self.flag(v, k.as_str(), diags),
+                "minProperties" => s.min_properties = self.count(v, k.as_str(), diags),
+                "maxProperties" => s.max_properties = self.count(v, k.as_str(), diags),
+                "allOf" => s.all_of = self.schemas(v, k.as_str(), diags),
+                "anyOf" => s.any_of = self.schemas(v, k.as_str(), diags),
+                "oneOf" => s.one_of = self.schemas(v, k.as_str(), diags),
+                "not" => s.not = Some(Box::new(self.schema(v, None, diags))),
+                "x-kubernetes-validations" => {
+                    match serde_json::from_value(to_json(v)) {
+                        Ok(rules) => s.validations = rules,
+                        Err(e) => diags.push(
+                            Diagnostic::new(self.loc(v.span()), format!("`x-kubernetes-validations`: {e}"))
+                                .with_help("write a list of `- rule: <CEL expression>` entries, each with an optional `message`"),
+                        ),
+                    }
+                }
+                "x-kubernetes-embedded-resource" => {
+                    s.embedded_resource = self.flag(v, k.as_str(), diags)
+                }
+                "title" => s.title = self.string(v, "title", diags),
+                "example" => s.example = Some(to_json(v)),
+                "externalDocs" => s.external_docs = Some(to_json(v)),
+                "nullable" => s.nullable = self.flag(v, "nullable", diags),
                 "x-kubernetes-preserve-unknown-fields" => {
-                    s.preserve_unknown_fields = self.boolean(v, k.as_str(), diags).unwrap_or(false)
+                    s.preserve_unknown_fields = self.flag(v, k.as_str(), diags)
                 }
                 "x-kubernetes-int-or-string" => {
-                    s.int_or_string = self.boolean(v, k.as_str(), diags).unwrap_or(false)
+                    s.int_or_string = self.flag(v, k.as_str(), diags)
                 }
                 "x-kubernetes-list-type" => s.list_type = self.string(v, k.as_str(), diags),
                 "x-kubernetes-list-map-keys" => {

@@ -29,6 +29,23 @@ impl StatusCause {
         }
     }
 
+    /// `FieldValueInvalid` for a JSON value: numbers and booleans shown bare, strings
+    /// quoted, lists and objects by their type, as kube-apiserver shows them.
+    pub fn invalid_value(field: &str, value: &serde_json::Value, detail: &str) -> Self {
+        use serde_json::Value;
+        let shown = match value {
+            Value::Number(_) | Value::Bool(_) | Value::String(_) => value.to_string(),
+            Value::Array(_) => "\"array\"".into(),
+            Value::Object(_) => "\"object\"".into(),
+            Value::Null => "null".into(),
+        };
+        StatusCause {
+            reason: "FieldValueInvalid".into(),
+            message: format!("Invalid value: {shown}: {detail}"),
+            field: field.into(),
+        }
+    }
+
     /// `FieldValueRequired` at `field`; `detail` may be empty.
     pub fn required(field: &str, detail: &str) -> Self {
         let message = if detail.is_empty() {
@@ -70,6 +87,15 @@ impl StatusCause {
         StatusCause {
             reason: "FieldValueTooLong".into(),
             message: format!("Too long: {detail}"),
+            field: field.into(),
+        }
+    }
+
+    /// `FieldValueTooMany` at `field`: a list or map with more than `max` entries.
+    pub fn too_many(field: &str, actual: usize, max: u64) -> Self {
+        StatusCause {
+            reason: "FieldValueTooMany".into(),
+            message: format!("Too many: {actual}: must have at most {max} items"),
             field: field.into(),
         }
     }

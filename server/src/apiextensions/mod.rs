@@ -10,14 +10,6 @@ use serde_json::{json, Value};
 
 use crate::api::StatusCause;
 
-/// What a CustomResourceDefinition serves.
-pub struct Served {
-    /// One definition per served version.
-    pub defs: Vec<ResourceDef>,
-    /// Schema keywords left out because the model does not hold them yet (paths).
-    pub left_out: Vec<String>,
-}
-
 /// `spec.names` with the defaults filled in, as `status.acceptedNames` shows them.
 pub fn accepted_names(names: &Value) -> Value {
     let kind = names["kind"].as_str().unwrap_or_default();
@@ -52,7 +44,7 @@ fn invalid(field: &str, message: String) -> StatusCause {
 
 /// The catalog definitions of `crd`'s served versions, checked by codegen's validator;
 /// every problem as a cause naming its field.
-pub fn definitions(crd: &Value) -> Result<Served, Vec<StatusCause>> {
+pub fn definitions(crd: &Value) -> Result<Vec<ResourceDef>, Vec<StatusCause>> {
     let spec = &crd["spec"];
     let names = accepted_names(&spec["names"]);
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
@@ -78,7 +70,6 @@ pub fn definitions(crd: &Value) -> Result<Served, Vec<StatusCause>> {
         column: 1,
     };
     let mut defs = Vec::new();
-    let mut left_out = Vec::new();
     for (i, v) in spec["versions"]
         .as_array()
         .into_iter()
@@ -98,12 +89,10 @@ pub fn definitions(crd: &Value) -> Result<Served, Vec<StatusCause>> {
                     }
                 }
                 let at = format!("spec.versions[{i}].schema.openAPIV3Schema");
-                let (schema, not_held) = Schema::from_json_lenient(&raw, &at).map_err(|e| {
+                Schema::from_json_at(&raw, &at).map_err(|e| {
                     let (field, message) = e.split_once(": ").unwrap_or((&at, &e));
                     vec![invalid(field, message.to_string())]
-                })?;
-                left_out.extend(not_held);
-                schema
+                })?
             }
             None => Schema {
                 type_: Some("object".into()),
@@ -171,7 +160,7 @@ pub fn definitions(crd: &Value) -> Result<Served, Vec<StatusCause>> {
     }
     codegen::validate::validate(&checked, &mut diags);
     if diags.is_empty() {
-        return Ok(Served { defs, left_out });
+        return Ok(defs);
     }
     Err(diags
         .0

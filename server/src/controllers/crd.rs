@@ -140,10 +140,7 @@ async fn clean_up(store: &Store, crds: &ApiResource, crd: &Value) -> Result<(), 
         return Ok(());
     }
     // Any version's entry addresses the objects: keys do not name the version.
-    if let Some(def) = definitions(crd)
-        .ok()
-        .and_then(|s| s.defs.into_iter().next())
-    {
+    if let Some(def) = definitions(crd).ok().and_then(|d| d.into_iter().next()) {
         let res = ApiResource::new(def)?;
         let objects = store
             .list(&res, None, &from_cache())
@@ -225,16 +222,7 @@ fn serve(catalog: &Catalog, crd: &Value) -> (Vec<(String, String, String)>, Valu
         s
     };
     let defs = match definitions(crd) {
-        Ok(served) => {
-            if !served.left_out.is_empty() {
-                tracing::warn!(
-                    crd = crd["metadata"]["name"].as_str().unwrap_or_default(),
-                    "served without these schema checks (not supported yet): {}",
-                    served.left_out.join(", ")
-                );
-            }
-            served.defs
-        }
+        Ok(defs) => defs,
         Err(causes) => {
             let why = causes
                 .iter()
