@@ -29,6 +29,8 @@ pub struct ApiResource {
     pub strategy: &'static dyn Strategy,
     /// Every path of the resource and the verbs each serves.
     pub endpoints: Vec<Endpoint>,
+    /// The schema's CEL validation rules, compiled.
+    pub rules: crate::registry::cel::Rules,
     /// Fields usable in field selectors besides `metadata.name` and `metadata.namespace`
     /// (JSON paths without the leading dot).
     pub selectable_fields: Vec<String>,
@@ -51,6 +53,13 @@ impl ApiResource {
     pub fn new(def: ResourceDef) -> Result<Self, String> {
         let strategy = strategy::named(def.strategy.as_deref(), def.builtin)?;
         let schema = def.schema.to_json(true);
+        let rules = crate::registry::cel::Rules::compile(&schema, "schema").map_err(|causes| {
+            let list: Vec<String> = causes
+                .iter()
+                .map(|c| format!("{}: {}", c.field, c.message))
+                .collect();
+            list.join("; ")
+        })?;
         let protobuf = def.has_protobuf();
         let endpoints = endpoints::endpoints(&def);
         let selectable_fields = def
@@ -62,6 +71,7 @@ impl ApiResource {
             api_version: def.api_version(),
             def,
             schema,
+            rules,
             protobuf,
             strategy,
             endpoints,

@@ -393,3 +393,118 @@ fn custom_objects_are_held_to_every_check_of_their_schema() {
         );
     }
 }
+
+const SCALERS: &str = "\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: scalers.checks.example.com
+spec:
+  group: checks.example.com
+  scope: Namespaced
+  names: {plural: scalers, singular: scaler, kind: Scaler}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              properties:
+                min: {type: integer}
+                max: {type: integer}
+                class:
+                  type: string
+                  x-kubernetes-validations:
+                    - {rule: self == oldSelf, message: class is immutable}
+                tags:
+                  type: array
+                  maxItems: 10
+                  items: {type: string, maxLength: 32}
+                  x-kubernetes-validations:
+                    - rule: self.all(t, t.matches('^[a-z]+$'))
+                      messageExpression: \"'tags must be lower-case, got ' + self.join(',')\"
+              x-kubernetes-validations:
+                - {rule: self.min <= self.max, message: min must not exceed max, fieldPath: .min}
+                - {rule: \"!has(self.class) || self.class != 'forbidden'\", reason: FieldValueForbidden, message: this class is reserved}
+";
+
+#[test]
+fn cel_rules_check_custom_objects_and_bad_rules_are_refused() {
+    let s = TestServer::start();
+    let crd = s.write_file("scalers.yaml", SCALERS);
+    install(&s, &crd, "scalers.checks.example.com");
+    let scaler = |spec: &str| {
+        let file = s.write_file(
+            "scaler.yaml",
+            &format!("apiVersion: checks.example.com/v1\nkind: Scaler\nmetadata: {{name: web}}\nspec: {spec}\n"),
+        );
+        file.to_str().unwrap().to_string()
+    };
+    let err = s.kubectl_err(&["apply", "-f", &scaler("{min: 3, max: 2}")]);
+    assert!(
+        err.contains("spec.min: Invalid value: \"object\": min must not exceed max"),
+        "{err}"
+    );
+    let err = s.kubectl_err(&["apply", "-f", &scaler("{min: 1, max: 2, class: forbidden}")]);
+    assert!(
+        err.contains("spec: Forbidden: this class is reserved"),
+        "{err}"
+    );
+    let err = s.kubectl_err(&["apply", "-f", &scaler("{min: 1, max: 2, tags: [ok, Bad]}")]);
+    assert!(
+        err.contains("spec.tags: Invalid value: \"array\": tags must be lower-case, got ok,Bad"),
+        "{err}"
+    );
+
+    // A transition rule holds against the stored object, and only on update.
+    s.kubectl_ok(&["apply", "-f", &scaler("{min: 1, max: 2, class: gold}")]);
+    s.kubectl_ok(&["apply", "-f", &scaler("{min: 2, max: 2, class: gold}")]);
+    let err = s.kubectl_err(&["apply", "-f", &scaler("{min: 2, max: 2, class: silver}")]);
+    assert!(
+        err.contains("spec.class: Invalid value: \"string\": class is immutable"),
+        "{err}"
+    );
+    let kept = s.kubectl_ok(&[
+        "get",
+        "scaler",
+        "web",
+        "-o",
+        "jsonpath={.spec.class} {.spec.min}",
+    ]);
+    assert_eq!(kept, "gold 2");
+
+    // Rules that do not compile, or could cost too much, are refused with the rule's field.
+    let refused = [
+        (
+            "rule: self == oldSelf, message: class is immutable",
+            "rule: self ==, message: x",
+            "x-kubernetes-validations[0].rule",
+            "compilation failed",
+        ),
+        (
+            "maxItems: 10\n                  items: {type: string, maxLength: 32}",
+            "items: {type: string}",
+            "x-kubernetes-validations[0].rule",
+            "estimated rule cost exceeds budget",
+        ),
+    ];
+    for (from, to, field, message) in refused {
+        let file = s.write_file(
+            "refused.yaml",
+            &SCALERS
+                .replace("scalers", "others")
+                .replace("Scaler", "Other")
+                .replace("scaler,", "other,")
+                .replace(from, to),
+        );
+        let err = s.kubectl_err(&["apply", "-f", file.to_str().unwrap()]);
+        assert!(
+            err.contains("is invalid") && err.contains(field) && err.contains(message),
+            "{to}: {err}"
+        );
+    }
+}

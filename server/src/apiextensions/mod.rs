@@ -9,6 +9,7 @@ use codegen::model::{
 use serde_json::{json, Value};
 
 use crate::api::StatusCause;
+use crate::registry::cel::Rules;
 
 /// `spec.names` with the defaults filled in, as `status.acceptedNames` shows them.
 pub fn accepted_names(names: &Value) -> Value {
@@ -89,10 +90,13 @@ pub fn definitions(crd: &Value) -> Result<Vec<ResourceDef>, Vec<StatusCause>> {
                     }
                 }
                 let at = format!("spec.versions[{i}].schema.openAPIV3Schema");
-                Schema::from_json_at(&raw, &at).map_err(|e| {
+                let schema = Schema::from_json_at(&raw, &at).map_err(|e| {
                     let (field, message) = e.split_once(": ").unwrap_or((&at, &e));
                     vec![invalid(field, message.to_string())]
-                })?
+                })?;
+                // CEL rules must compile and fit the cost budget.
+                Rules::compile(&schema.to_json(false), &at)?;
+                schema
             }
             None => Schema {
                 type_: Some("object".into()),

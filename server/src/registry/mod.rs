@@ -4,6 +4,7 @@
 
 pub mod apply;
 pub mod cacher;
+pub mod cel;
 pub mod codec;
 pub mod managed_fields;
 pub mod schema;

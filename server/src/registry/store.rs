@@ -591,7 +591,7 @@ impl Store {
                 metadata_mut(&mut obj).insert("name".into(), json!(name));
             }
             let name = meta_str(&obj, "name").unwrap_or_default().to_string();
-            self.validate(res, &obj, &name)?;
+            self.validate(res, &obj, None, &name)?;
             if ctx.dry_run {
                 return Ok(obj);
             }
@@ -796,7 +796,7 @@ impl Store {
             let generation = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             metadata_mut(&mut obj).insert("generation".into(), json!(generation));
         }
-        self.validate(res, &obj, name)?;
+        self.validate(res, &obj, Some(&old), name)?;
         if !ctx.apply {
             // managedFields are the server's: carry them over, then record this write.
             match old["metadata"].get("managedFields") {
@@ -977,11 +977,25 @@ impl Store {
         }
     }
 
-    fn validate(&self, res: &ApiResource, obj: &Value, name: &str) -> Result<(), ApiError> {
+    /// Every check a write passes: name, metadata, schema, CEL rules (with `old`, the
+    /// stored object, on update) and the kind's own.
+    fn validate(
+        &self,
+        res: &ApiResource,
+        obj: &Value,
+        old: Option<&Value>,
+        name: &str,
+    ) -> Result<(), ApiError> {
         let strategy = res.strategy;
         let mut causes = validate_name("metadata.name", name, strategy.name_is_label());
         causes.extend(validate_object_meta(obj));
-        causes.extend(schema::validate(obj, &res.schema));
+        let schema_causes = schema::validate(obj, &res.schema);
+        // Rules assume a value of the declared shape, as kube-apiserver runs them only
+        // on objects that pass the schema.
+        if schema_causes.is_empty() {
+            causes.extend(res.rules.validate(obj, old));
+        }
+        causes.extend(schema_causes);
         causes.extend(strategy.validate(obj));
         if causes.is_empty() {
             Ok(())

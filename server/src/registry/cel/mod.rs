@@ -1,0 +1,596 @@
+//! CEL validation rules (`x-kubernetes-validations`): compiled once, when a kind's catalog
+//! entry is made, and evaluated on every write against `self` (the value at the schema
+//! node that declares the rule) and, for transition rules, `oldSelf` (the stored value).
+//!
+//! cel-rust has no runtime cost accounting, so a rule's worst-case cost is estimated
+//! when it is compiled, from the schema's bounds (maxItems, maxProperties, maxLength; a
+//! value without one is bounded by the request size limit), and a rule over budget is
+//! refused then, as kube-apiserver refuses it.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+use cel::common::ast::{EntryExpr, Expr};
+use cel::{Context, Env, IdedExpr, Program};
+use codegen::model::ValidationRule;
+use serde_json::Value;
+
+use crate::api::StatusCause;
+use crate::registry::schema::child_schema;
+
+mod library;
+
+/// The most a rule's estimated cost may be (kube-apiserver's per-expression limit).
+pub const RULE_COST_LIMIT: u64 = 10_000_000;
+/// The most all of a kind's rules may cost together, each counted as many times as the
+/// value it checks can occur (kube-apiserver's per-CRD limit).
+pub const TOTAL_COST_LIMIT: u64 = 100_000_000;
+/// What bounds a value the schema does not bound: no request body is larger.
+const MAX_REQUEST_BYTES: u64 = 3 * 1024 * 1024;
+
+/// The compiled rules of one kind's schema, in a tree that mirrors the schema.
+#[derive(Default)]
+pub struct Rules {
+    root: Node,
+}
+
+#[derive(Default)]
+struct Node {
+    rules: Vec<Compiled>,
+    properties: BTreeMap<String, Node>,
+    items: Option<Box<Node>>,
+    additional: Option<Box<Node>>,
+    /// `x-kubernetes-list-map-keys`: how old and new items of a map list correlate.
+    map_keys: Vec<String>,
+}
+
+impl Node {
+    fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+            && self.properties.is_empty()
+            && self.items.is_none()
+            && self.additional.is_none()
+    }
+}
+
+struct Compiled {
+    rule: ValidationRule,
+    program: Program,
+    message: Option<Program>,
+    /// Uses `oldSelf`: evaluated only on updates where an old value correlates.
+    transition: bool,
+}
+
+/// The CEL environment rules compile and run in: the standard library and the
+/// extensions Kubernetes rules use (strings, lists, math, encoders).
+fn env() -> &'static Arc<Env> {
+    static ENV: OnceLock<Arc<Env>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut env = Env::stdlib();
+        for ext in [
+            cel::extensions::strings,
+            cel::extensions::lists,
+            cel::extensions::math,
+            cel::extensions::encoders,
+        ] {
+            // The crate's own extensions never conflict with the standard library.
+            let _ = env.add_extension(ext);
+        }
+        Arc::new(env)
+    })
+}
+
+impl Rules {
+    /// Compiles every rule of `schema` (as JSON). Problems name the rule's field under
+    /// `base` (e.g. `spec.versions[0].schema.openAPIV3Schema`).
+    pub fn compile(schema: &Value, base: &str) -> Result<Rules, Vec<StatusCause>> {
+        let mut errors = Vec::new();
+        let mut total = 0u64;
+        let root = compile_node(schema, base, 1, &mut total, &mut errors);
+        if total > TOTAL_COST_LIMIT {
+            errors.push(StatusCause::forbidden(
+                base,
+                &format!(
+                    "total CRD cost exceeds budget by factor of {:.2}x (try simplifying the rule(s), or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are used)",
+                    total as f64 / TOTAL_COST_LIMIT as f64
+                ),
+            ));
+        }
+        if errors.is_empty() {
+            Ok(Rules { root })
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Whether there is any rule to evaluate.
+    pub fn is_empty(&self) -> bool {
+        self.root.is_empty()
+    }
+
+    /// Evaluates the rules against `obj` (and `old`, the stored object, on update).
+    pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<StatusCause> {
+        let mut causes = Vec::new();
+        if !self.is_empty() {
+            validate_node(&self.root, obj, old, "", &mut causes);
+        }
+        causes
+    }
+}
+
+fn compile_node(
+    schema: &Value,
+    at: &str,
+    occurrences: u64,
+    total: &mut u64,
+    errors: &mut Vec<StatusCause>,
+) -> Node {
+    let mut node = Node {
+        map_keys: crate::registry::schema::list_map_keys(schema)
+            .into_iter()
+            .map(str::to_string)
+            .collect(),
+        ..Node::default()
+    };
+    if let Some(list) = schema.get("x-kubernetes-validations") {
+        let rules: Vec<ValidationRule> = serde_json::from_value(list.clone()).unwrap_or_default();
+        for (i, rule) in rules.into_iter().enumerate() {
+            let here = format!("{at}.x-kubernetes-validations[{i}]");
+            match compile_rule(rule, schema, &here) {
+                Ok((compiled, cost)) => {
+                    *total = total.saturating_add(cost.saturating_mul(occurrences));
+                    node.rules.push(compiled);
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+    }
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (name, s) in props {
+            let child = compile_node(
+                s,
+                &format!("{at}.properties[{name}]"),
+                occurrences,
+                total,
+                errors,
+            );
+            if !child.is_empty() {
+                node.properties.insert(name.clone(), child);
+            }
+        }
+    }
+    let many = |s: &Value| occurrences.saturating_mul(cardinality(Some(s)));
+    if let Some(items) = schema.get("items") {
+        let child = compile_node(items, &format!("{at}.items"), many(schema), total, errors);
+        if !child.is_empty() {
+            node.items = Some(Box::new(child));
+        }
+    }
+    if let Some(ap) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+        let child = compile_node(
+            ap,
+            &format!("{at}.additionalProperties"),
+            many(schema),
+            total,
+            errors,
+        );
+        if !child.is_empty() {
+            node.additional = Some(Box::new(child));
+        }
+    }
+    node
+}
+
+/// One rule, compiled, with its estimated cost; or the cause that refuses it.
+fn compile_rule(
+    rule: ValidationRule,
+    schema: &Value,
+    at: &str,
+) -> Result<(Compiled, u64), StatusCause> {
+    let program = env().compile(&rule.rule).map_err(|e| {
+        StatusCause::invalid(
+            &format!("{at}.rule"),
+            &rule.rule,
+            &format!("compilation failed: {}", one_line(&e.to_string())),
+        )
+    })?;
+    let message = match rule.message_expression.as_deref() {
+        Some(expr) => Some(env().compile(expr).map_err(|e| {
+            StatusCause::invalid(
+                &format!("{at}.messageExpression"),
+                expr,
+                &format!("compilation failed: {}", one_line(&e.to_string())),
+            )
+        })?),
+        None => None,
+    };
+    if let Some(reason) = rule.reason.as_deref() {
+        const REASONS: &[&str] = &[
+            "FieldValueInvalid",
+            "FieldValueForbidden",
+            "FieldValueRequired",
+            "FieldValueDuplicate",
+        ];
+        if !REASONS.contains(&reason) {
+            return Err(StatusCause::unsupported(
+                &format!("{at}.reason"),
+                &format!("{reason:?}"),
+                REASONS,
+            ));
+        }
+    }
+    let cost = Estimator::new(schema).cost(program.expression());
+    if cost > RULE_COST_LIMIT {
+        return Err(StatusCause::forbidden(
+            &format!("{at}.rule"),
+            &format!(
+                "estimated rule cost exceeds budget by factor of {:.2}x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)",
+                cost as f64 / RULE_COST_LIMIT as f64
+            ),
+        ));
+    }
+    let transition = program.references().has_variable("oldSelf");
+    Ok((
+        Compiled {
+            rule,
+            program,
+            message,
+            transition,
+        },
+        cost,
+    ))
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn validate_node(
+    node: &Node,
+    v: &Value,
+    old: Option<&Value>,
+    path: &str,
+    causes: &mut Vec<StatusCause>,
+) {
+    if v.is_null() {
+        return;
+    }
+    if !node.rules.is_empty() {
+        evaluate(node, v, old, path, causes);
+    }
+    match v {
+        Value::Object(map) => {
+            for (name, child) in &node.properties {
+                if let Some(value) = map.get(name) {
+                    let old = old.and_then(|o| o.get(name));
+                    validate_node(child, value, old, &join(path, name), causes);
+                }
+            }
+            if let Some(child) = &node.additional {
+                for (key, value) in map {
+                    let old = old.and_then(|o| o.get(key));
+                    validate_node(child, value, old, &join(path, key), causes);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(child) = &node.items {
+                let old_items = old.and_then(Value::as_array);
+                for (i, item) in items.iter().enumerate() {
+                    // Only map lists correlate old and new items (by their keys).
+                    let old = match (old_items, node.map_keys.is_empty()) {
+                        (Some(olds), false) => olds
+                            .iter()
+                            .find(|o| node.map_keys.iter().all(|k| o.get(k) == item.get(k))),
+                        _ => None,
+                    };
+                    validate_node(child, item, old, &format!("{path}[{i}]"), causes);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// Runs the node's rules with `self` (and `oldSelf`) bound.
+fn evaluate(
+    node: &Node,
+    v: &Value,
+    old: Option<&Value>,
+    path: &str,
+    causes: &mut Vec<StatusCause>,
+) {
+    let (Ok(this), old_this) = (cel::to_value(v), old.map(cel::to_value)) else {
+        return;
+    };
+    let mut ctx = Context::with_env(env().clone());
+    library::install(&mut ctx);
+    ctx.add_variable_from_value("self", this);
+    if let Some(Ok(o)) = old_this {
+        ctx.add_variable_from_value("oldSelf", o);
+    }
+    for c in &node.rules {
+        if c.transition && old.is_none() {
+            continue;
+        }
+        let field = match c.rule.field_path.as_deref() {
+            Some(fp) => join(path, fp.trim_start_matches('.')),
+            None => path.to_string(),
+        };
+        let failed = match c.program.execute(&ctx) {
+            Ok(cel::Value::Bool(true)) => continue,
+            Ok(cel::Value::Bool(false)) => message(c, &ctx),
+            Ok(other) => format!("rule did not evaluate to a bool: {other:?}"),
+            Err(e) => format!("rule evaluation error: {e}"),
+        };
+        causes.push(cause(&c.rule, &field, v, &failed));
+    }
+}
+
+/// The failure message: `messageExpression` when it yields a string, else `message`,
+/// else the rule itself.
+fn message(c: &Compiled, ctx: &Context) -> String {
+    if let Some(Ok(cel::Value::String(s))) = c.message.as_ref().map(|m| m.execute(ctx)) {
+        if !s.trim().is_empty() {
+            return s.to_string();
+        }
+    }
+    match &c.rule.message {
+        Some(m) if !m.is_empty() => m.clone(),
+        _ => format!("failed rule: {}", c.rule.rule),
+    }
+}
+
+fn cause(rule: &ValidationRule, field: &str, v: &Value, message: &str) -> StatusCause {
+    match rule.reason.as_deref() {
+        Some("FieldValueForbidden") => StatusCause::forbidden(field, message),
+        Some("FieldValueRequired") => StatusCause::required(field, message),
+        Some("FieldValueDuplicate") => StatusCause::duplicate(field, message),
+        _ => StatusCause::invalid(field, type_name(v), message),
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// How many elements (or entries) a value of `schema` can hold at most.
+fn cardinality(schema: Option<&Value>) -> u64 {
+    let bound = |k: &str| schema.and_then(|s| s.get(k)).and_then(Value::as_u64);
+    match schema.and_then(|s| s.get("type")).and_then(Value::as_str) {
+        Some("array") => bound("maxItems"),
+        Some("object") => bound("maxProperties"),
+        Some("string") => bound("maxLength"),
+        _ => None,
+    }
+    // The smallest element serializes to at least two bytes (`1,`, `"",`).
+    .unwrap_or(MAX_REQUEST_BYTES / 2)
+}
+
+/// Worst-case cost of an expression: one per node, loops multiplied by how many
+/// elements they can visit, string scans by how long the string can be.
+struct Estimator<'s> {
+    /// Variables in scope and the schema of their values.
+    vars: Vec<(String, Option<&'s Value>)>,
+}
+
+impl<'s> Estimator<'s> {
+    fn new(schema: &'s Value) -> Self {
+        Estimator {
+            vars: vec![
+                ("self".into(), Some(schema)),
+                ("oldSelf".into(), Some(schema)),
+            ],
+        }
+    }
+
+    /// The schema of what `e` evaluates to, when it is a path into `self`.
+    fn schema_of(&self, e: &IdedExpr) -> Option<&'s Value> {
+        match &e.expr {
+            Expr::Ident(name) => self.vars.iter().rev().find(|(n, _)| n == name)?.1,
+            Expr::Select(s) => {
+                let parent = self.schema_of(&s.operand)?;
+                Some(child_schema(parent, &s.field)).filter(|c| !c.is_null())
+            }
+            Expr::Call(c) if c.func_name == "_[_]" => {
+                let parent = self.schema_of(c.args.first()?)?;
+                parent
+                    .get("items")
+                    .or_else(|| parent.get("additionalProperties").filter(|a| a.is_object()))
+            }
+            _ => None,
+        }
+    }
+
+    fn cost(&mut self, e: &IdedExpr) -> u64 {
+        match &e.expr {
+            Expr::Select(s) => 1 + self.cost(&s.operand),
+            Expr::List(l) => l
+                .elements
+                .iter()
+                .fold(1, |n, x| n.saturating_add(self.cost(x))),
+            Expr::Map(m) => m.entries.iter().fold(1, |n, entry| match &entry.expr {
+                EntryExpr::MapEntry(me) => n
+                    .saturating_add(self.cost(&me.key))
+                    .saturating_add(self.cost(&me.value)),
+                EntryExpr::StructField(f) => n.saturating_add(self.cost(&f.value)),
+            }),
+            Expr::Call(c) => {
+                let mut n: u64 = 1;
+                let operands = c.target.as_deref().into_iter().chain(c.args.iter());
+                for x in operands {
+                    n = n.saturating_add(self.cost(x));
+                }
+                if scans(&c.func_name) {
+                    let subject = c.target.as_deref().or(c.args.first());
+                    n = n.saturating_add(cardinality(subject.and_then(|s| self.schema_of(s))));
+                }
+                n
+            }
+            Expr::Comprehension(c) => {
+                let visits = cardinality(self.schema_of(&c.iter_range));
+                let element = self.schema_of(&c.iter_range).and_then(|r| {
+                    r.get("items")
+                        .or_else(|| r.get("additionalProperties").filter(|a| a.is_object()))
+                });
+                let outer = self
+                    .cost(&c.iter_range)
+                    .saturating_add(self.cost(&c.accu_init));
+                self.vars.push((c.iter_var.clone(), element));
+                if let Some(v2) = &c.iter_var2 {
+                    self.vars.push((v2.clone(), element));
+                }
+                let body = self
+                    .cost(&c.loop_cond)
+                    .saturating_add(self.cost(&c.loop_step));
+                self.vars
+                    .truncate(self.vars.len() - 1 - usize::from(c.iter_var2.is_some()));
+                outer
+                    .saturating_add(visits.saturating_mul(body))
+                    .saturating_add(self.cost(&c.result))
+            }
+            _ => 1,
+        }
+    }
+}
+
+/// Functions whose cost grows with the length of the string (or list) they work on.
+fn scans(function: &str) -> bool {
+    matches!(
+        function,
+        "matches"
+            | "contains"
+            | "startsWith"
+            | "endsWith"
+            | "find"
+            | "findAll"
+            | "split"
+            | "replace"
+            | "indexOf"
+            | "lastIndexOf"
+            | "lowerAscii"
+            | "upperAscii"
+            | "trim"
+            | "join"
+            | "@in"
+            | "_+_"
+            | "_==_"
+            | "_!=_"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn messages(schema: Value, obj: Value, old: Option<Value>) -> Vec<String> {
+        let rules = Rules::compile(&schema, "s").expect("compiles");
+        rules
+            .validate(&obj, old.as_ref())
+            .into_iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect()
+    }
+
+    #[test]
+    fn rules_see_self_and_report_at_their_field() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"replicas": {"type": "integer"}, "max": {"type": "integer"}, "name": {"type": "string"}},
+        "x-kubernetes-validations": [
+            {"rule": "self.replicas <= self.max", "message": "replicas must not exceed max", "fieldPath": ".replicas"},
+            {"rule": "self.name.startsWith('app-')", "messageExpression": "'name ' + self.name + ' lacks the app- prefix'", "reason": "FieldValueForbidden"},
+            {"rule": "has(self.max)"}
+        ]}}});
+        assert!(messages(
+            schema.clone(),
+            json!({"spec": {"replicas": 1, "max": 2, "name": "app-x"}}),
+            None
+        )
+        .is_empty());
+        assert_eq!(
+            messages(schema, json!({"spec": {"replicas": 3, "name": "x"}}), None),
+            [
+                "spec.replicas: Invalid value: \"object\": rule evaluation error: No such key: max",
+                "spec: Forbidden: name x lacks the app- prefix",
+                "spec: Invalid value: \"object\": failed rule: has(self.max)",
+            ]
+        );
+    }
+
+    #[test]
+    fn transition_rules_compare_with_the_stored_value() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"mode": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "mode is immutable"}]},
+                "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                    "items": {"type": "object", "properties": {"name": {"type": "string"}, "port": {"type": "integer"}},
+                        "x-kubernetes-validations": [{"rule": "self.port >= oldSelf.port", "message": "ports only grow"}]}}}}}});
+        let old = json!({"spec": {"mode": "a", "ports": [{"name": "http", "port": 80}]}});
+        assert!(
+            messages(schema.clone(), old.clone(), None).is_empty(),
+            "no old value: not checked"
+        );
+        assert_eq!(
+            messages(
+                schema,
+                json!({"spec": {"mode": "b", "ports": [{"name": "web", "port": 1}, {"name": "http", "port": 79}]}}),
+                Some(old)
+            ),
+            [
+                "spec.mode: Invalid value: \"string\": mode is immutable",
+                "spec.ports[1]: Invalid value: \"object\": ports only grow",
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_rules_are_refused_naming_the_rule() {
+        let schema = |rule: &str| {
+            json!({"type": "object", "properties": {"list": {"type": "array", "items": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": rule}]}}})
+        };
+        let err =
+            |rule: &str| Rules::compile(&schema(rule), "s").err().expect("refused")[0].clone();
+        let syntax = err("self.size( >");
+        assert_eq!(
+            syntax.field,
+            "s.properties[list].x-kubernetes-validations[0].rule"
+        );
+        assert!(
+            syntax.message.contains("compilation failed"),
+            "{}",
+            syntax.message
+        );
+        // Unbounded list of unbounded strings, each scanned: far over budget.
+        let costly = err("self.all(x, self.all(y, x.contains(y)))");
+        assert!(
+            costly
+                .message
+                .contains("estimated rule cost exceeds budget"),
+            "{}",
+            costly.message
+        );
+        let bounded = json!({"type": "object", "properties": {"list": {"type": "array", "maxItems": 10,
+            "items": {"type": "string", "maxLength": 20}, "x-kubernetes-validations": [{"rule": "self.all(x, self.all(y, x.contains(y)))"}]}}});
+        assert!(
+            Rules::compile(&bounded, "s").is_ok(),
+            "bounds make it affordable"
+        );
+    }
+}
