@@ -5,39 +5,8 @@
 
 use std::time::{Duration, Instant};
 
+use apiserver_tests::objects::{install_crd, CRONTABS_CRD};
 use apiserver_tests::{raw_request, TestServer};
-
-const CRONTABS: &str = "\
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: crontabs.stable.example.com
-spec:
-  group: stable.example.com
-  scope: Namespaced
-  names:
-    plural: crontabs
-    singular: crontab
-    kind: CronTab
-    shortNames: [ct]
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      subresources:
-        status: {}
-      additionalPrinterColumns:
-        - {name: Schedule, type: string, jsonPath: .spec.cronSpec}
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec:
-              type: object
-              properties:
-                cronSpec: {type: string}
-                replicas: {type: integer, minimum: 1}
-";
 
 const CRONTAB: &str = "\
 apiVersion: stable.example.com/v1
@@ -48,18 +17,6 @@ spec:
   cronSpec: '0 3 * * *'
   replicas: 2
 ";
-
-/// Applies the CRD in `file` and waits (as users do, with kubectl) until it is
-/// Established.
-fn install(s: &TestServer, file: &std::path::Path, name: &str) {
-    s.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
-    s.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        &format!("crd/{name}"),
-        "--timeout=10s",
-    ]);
-}
 
 /// Waits until `check` holds.
 fn eventually(what: &str, mut check: impl FnMut() -> bool) {
@@ -76,8 +33,8 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 #[test]
 fn a_crd_is_served_until_it_is_deleted() {
     let s = TestServer::start();
-    let crd = s.write_file("crd.yaml", CRONTABS);
-    install(&s, &crd, "crontabs.stable.example.com");
+    let crd = s.write_file("crd.yaml", CRONTABS_CRD);
+    install_crd(&s, &crd, "crontabs.stable.example.com");
     let accepted = s.kubectl_ok(&[
         "get",
         "crd",
@@ -112,7 +69,7 @@ fn a_crd_is_served_until_it_is_deleted() {
     // A definition whose short name is taken is not served.
     let clash = s.write_file(
         "clash.yaml",
-        &CRONTABS
+        &CRONTABS_CRD
             .replace("crontabs", "timers")
             .replace("crontab", "timer")
             .replace("CronTab", "Timer"),
@@ -138,7 +95,7 @@ fn a_crd_is_served_until_it_is_deleted() {
     // A definition whose name is not <plural>.<group> is refused.
     let misnamed = s.write_file(
         "misnamed.yaml",
-        &CRONTABS.replace(
+        &CRONTABS_CRD.replace(
             "name: crontabs.stable.example.com",
             "name: cron.stable.example.com",
         ),
@@ -153,7 +110,7 @@ fn a_crd_is_served_until_it_is_deleted() {
     // enforced yet (lengths, CEL rules) do not keep a CRD from being served.
     let typo = s.write_file(
         "typo.yaml",
-        &CRONTABS.replace("cronSpec: {type: string}", "cronSpec: {type: strin}"),
+        &CRONTABS_CRD.replace("cronSpec: {type: string}", "cronSpec: {type: strin}"),
     );
     let err = s.kubectl_err(&["apply", "-f", typo.to_str().unwrap()]);
     assert!(
@@ -162,7 +119,7 @@ fn a_crd_is_served_until_it_is_deleted() {
     );
     let lenient = s.write_file(
         "lenient.yaml",
-        &CRONTABS
+        &CRONTABS_CRD
             .replace("crontabs", "jobs")
             .replace("crontab", "job")
             .replace("CronTab", "Job")
@@ -172,7 +129,7 @@ fn a_crd_is_served_until_it_is_deleted() {
                 "cronSpec: {type: string, maxLength: 64, x-kubernetes-validations: [{rule: 'self.size() > 0'}]}",
             ),
     );
-    install(&s, &lenient, "jobs.stable.example.com");
+    install_crd(&s, &lenient, "jobs.stable.example.com");
 
     // Deleting the definition stops serving the kind and deletes its objects: once
     // kubectl has seen the definition go, a new one of the same name starts empty.
@@ -181,7 +138,7 @@ fn a_crd_is_served_until_it_is_deleted() {
         status("/apis/stable.example.com/v1/namespaces/default/crontabs"),
         404
     );
-    install(&s, &crd, "crontabs.stable.example.com");
+    install_crd(&s, &crd, "crontabs.stable.example.com");
     let left = rt.block_on(raw_request(
         &c,
         "GET",
@@ -215,7 +172,7 @@ fn exported_widget_crd() -> String {
 fn an_exported_definition_serves_its_kind_as_the_compiled_in_one_does() {
     let s = TestServer::start();
     let crd = s.write_file("widget-crd.json", &exported_widget_crd());
-    install(&s, &crd, "widgets.exported.example.dev");
+    install_crd(&s, &crd, "widgets.exported.example.dev");
     let widget = |group: &str, color: &str| {
         format!(
             "apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  color: {color}\n"
