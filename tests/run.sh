@@ -25,6 +25,13 @@ need_client_generator() {
   python3 -m pip install --quiet datamodel-code-generator
 }
 
+# tests/tests/crd_clients.rs drives custom objects with the official Python client.
+need_python_kubernetes() {
+  if python3 -c 'import kubernetes' >/dev/null 2>&1; then return; fi
+  echo "==> the kubernetes Python client not found; installing it from PyPI"
+  python3 -m pip install --quiet kubernetes
+}
+
 # tests/tests/discovery.rs renders /docs in headless Chromium.
 need_chromium() {
   if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then return; fi
@@ -51,6 +58,7 @@ need_etcd_and_protoc
 echo "==> etcd: $(etcd --version 2>/dev/null | head -n1); $(protoc --version)"
 need_openapi_spec_validator
 need_client_generator
+need_python_kubernetes
 need_chromium
 
 echo "==> cargo fmt --check"
@@ -88,7 +96,7 @@ echo "==> black-box suites on etcd (APISERVER_TEST_STORAGE=etcd)"
 semantics_suites=(tests/tests/semantics_*.rs)
 semantics_suites=("${semantics_suites[@]##*/}")
 semantics_suites=("${semantics_suites[@]%.rs}")
-etcd_suites=("${semantics_suites[@]}" watch kubectl kube_client apply bad_input server_bugs harness live_catalog crd)
+etcd_suites=("${semantics_suites[@]}" watch kubectl kube_client apply bad_input server_bugs harness live_catalog crd crd_clients)
 mapfile -t etcd_binaries < <(
   cargo test --workspace --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, sys

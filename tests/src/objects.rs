@@ -1,12 +1,16 @@
 //! The objects the black-box tests send and the errors they expect back: URL paths,
-//! content types, ConfigMaps and Widgets (the example custom kind) to create, and the
-//! `Status` of a refused request. Shared by the test files so each builds them the same
-//! way.
+//! content types, ConfigMaps and Widgets (the example custom kind) to create, the CronTab
+//! CRD to install, and the `Status` of a refused request. Shared by the test files so each
+//! builds them the same way.
+
+use std::path::Path;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ObjectMeta};
 use kube::core::Status;
 use serde_json::{json, Value};
+
+use crate::TestServer;
 
 /// ConfigMaps in the `default` namespace.
 pub const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
@@ -16,6 +20,57 @@ pub const WIDGETS: &str = "/apis/example.dev/v1/namespaces/default/widgets";
 
 /// Gadgets (`example.dev/v1`, cluster-scoped).
 pub const GADGETS: &str = "/apis/example.dev/v1/gadgets";
+
+/// The CronTab CustomResourceDefinition (`stable.example.com/v1`, namespaced, short name
+/// `ct`): a status subresource, a Schedule column, `spec.replicas` at least 1.
+pub const CRONTABS_CRD: &str = "\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names:
+    plural: crontabs
+    singular: crontab
+    kind: CronTab
+    shortNames: [ct]
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources:
+        status: {}
+      additionalPrinterColumns:
+        - {name: Schedule, type: string, jsonPath: .spec.cronSpec}
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              properties:
+                cronSpec: {type: string}
+                replicas: {type: integer, minimum: 1}
+            status:
+              type: object
+              properties:
+                lastRun: {type: string}
+                active: {type: integer}
+";
+
+/// Applies the CRD in `file` and waits (as users do, with kubectl) until it is
+/// Established.
+pub fn install_crd(s: &TestServer, file: &Path, name: &str) {
+    s.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
+    s.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        &format!("crd/{name}"),
+        "--timeout=10s",
+    ]);
+}
 
 /// A JSON request body, as [`crate::raw_request`]'s content type.
 pub const JSON: Option<&str> = Some("application/json");

@@ -5,39 +5,8 @@
 
 use std::time::{Duration, Instant};
 
+use apiserver_tests::objects::{install_crd, CRONTABS_CRD};
 use apiserver_tests::{raw_request, TestServer};
-
-const CRONTABS: &str = "\
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: crontabs.stable.example.com
-spec:
-  group: stable.example.com
-  scope: Namespaced
-  names:
-    plural: crontabs
-    singular: crontab
-    kind: CronTab
-    shortNames: [ct]
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      subresources:
-        status: {}
-      additionalPrinterColumns:
-        - {name: Schedule, type: string, jsonPath: .spec.cronSpec}
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec:
-              type: object
-              properties:
-                cronSpec: {type: string}
-                replicas: {type: integer, minimum: 1}
-";
 
 const CRONTAB: &str = "\
 apiVersion: stable.example.com/v1
@@ -48,18 +17,6 @@ spec:
   cronSpec: '0 3 * * *'
   replicas: 2
 ";
-
-/// Applies the CRD in `file` and waits (as users do, with kubectl) until it is
-/// Established.
-fn install(s: &TestServer, file: &std::path::Path, name: &str) {
-    s.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
-    s.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        &format!("crd/{name}"),
-        "--timeout=10s",
-    ]);
-}
 
 /// Waits until `check` holds.
 fn eventually(what: &str, mut check: impl FnMut() -> bool) {
@@ -76,8 +33,8 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 #[test]
 fn a_crd_is_served_until_it_is_deleted() {
     let s = TestServer::start();
-    let crd = s.write_file("crd.yaml", CRONTABS);
-    install(&s, &crd, "crontabs.stable.example.com");
+    let crd = s.write_file("crd.yaml", CRONTABS_CRD);
+    install_crd(&s, &crd, "crontabs.stable.example.com");
     let accepted = s.kubectl_ok(&[
         "get",
         "crd",
@@ -112,7 +69,7 @@ fn a_crd_is_served_until_it_is_deleted() {
     // A definition whose short name is taken is not served.
     let clash = s.write_file(
         "clash.yaml",
-        &CRONTABS
+        &CRONTABS_CRD
             .replace("crontabs", "timers")
             .replace("crontab", "timer")
             .replace("CronTab", "Timer"),
@@ -138,7 +95,7 @@ fn a_crd_is_served_until_it_is_deleted() {
     // A definition whose name is not <plural>.<group> is refused.
     let misnamed = s.write_file(
         "misnamed.yaml",
-        &CRONTABS.replace(
+        &CRONTABS_CRD.replace(
             "name: crontabs.stable.example.com",
             "name: cron.stable.example.com",
         ),
@@ -152,7 +109,7 @@ fn a_crd_is_served_until_it_is_deleted() {
     // A schema that cannot be served is refused with the field at fault.
     let typo = s.write_file(
         "typo.yaml",
-        &CRONTABS.replace("cronSpec: {type: string}", "cronSpec: {type: strin}"),
+        &CRONTABS_CRD.replace("cronSpec: {type: string}", "cronSpec: {type: strin}"),
     );
     let err = s.kubectl_err(&["apply", "-f", typo.to_str().unwrap()]);
     assert!(
@@ -167,7 +124,7 @@ fn a_crd_is_served_until_it_is_deleted() {
         status("/apis/stable.example.com/v1/namespaces/default/crontabs"),
         404
     );
-    install(&s, &crd, "crontabs.stable.example.com");
+    install_crd(&s, &crd, "crontabs.stable.example.com");
     let left = rt.block_on(raw_request(
         &c,
         "GET",
@@ -201,7 +158,7 @@ fn exported_widget_crd() -> String {
 fn an_exported_definition_serves_its_kind_as_the_compiled_in_one_does() {
     let s = TestServer::start();
     let crd = s.write_file("widget-crd.json", &exported_widget_crd());
-    install(&s, &crd, "widgets.exported.example.dev");
+    install_crd(&s, &crd, "widgets.exported.example.dev");
     let widget = |group: &str, color: &str| {
         format!(
             "apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  color: {color}\n"
@@ -296,7 +253,7 @@ fn queue(s: &TestServer, name: &str, spec: &str) -> String {
 fn custom_objects_are_held_to_every_check_of_their_schema() {
     let s = TestServer::start();
     let crd = s.write_file("queues.yaml", QUEUES);
-    install(&s, &crd, "queues.checks.example.com");
+    install_crd(&s, &crd, "queues.checks.example.com");
 
     let ok = "{name: orders, weight: 1.5, owners: [a@example.com], since: '2026-12-02T01:00:00Z', port: http, \
               template: {apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {}}}";
@@ -436,7 +393,7 @@ spec:
 fn cel_rules_check_custom_objects_and_bad_rules_are_refused() {
     let s = TestServer::start();
     let crd = s.write_file("scalers.yaml", SCALERS);
-    install(&s, &crd, "scalers.checks.example.com");
+    install_crd(&s, &crd, "scalers.checks.example.com");
     let scaler = |spec: &str| {
         let file = s.write_file(
             "scaler.yaml",

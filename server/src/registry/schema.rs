@@ -108,12 +108,19 @@ fn prune_value(v: &mut Value, schema: &Value, path: &str, unknown: &mut Vec<Stri
     }
 }
 
-/// Fills in `default:` values for absent properties, recursively (as CRDs default).
+/// Fills in `default:` values for absent properties, recursively (as CRDs default). A null
+/// the schema does not allow counts as absent (defaulted, else dropped): clients such as
+/// kube-rs send unset optional fields as nulls.
 pub fn apply_defaults(v: &mut Value, schema: &Value) {
     match v {
         Value::Object(map) => {
             if let Some(props) = schema.get("properties").and_then(Value::as_object) {
                 for (k, s) in props {
+                    if map.get(k).is_some_and(|c| c.is_null())
+                        && s.get("nullable") != Some(&Value::Bool(true))
+                    {
+                        map.remove(k);
+                    }
                     if let (false, Some(d)) = (map.contains_key(k), s.get("default")) {
                         map.insert(k.clone(), d.clone());
                     }
