@@ -31,10 +31,27 @@ pub struct ApiResource {
     pub endpoints: Vec<Endpoint>,
     /// The schema's CEL validation rules, compiled.
     pub rules: crate::registry::cel::Rules,
+    /// How a CustomResourceDefinition serves this version (`None` for other kinds).
+    pub crd: Option<CrdVersion>,
     /// Fields usable in field selectors besides `metadata.name` and `metadata.namespace`
     /// (JSON paths without the leading dot).
     pub selectable_fields: Vec<String>,
     api_version: String,
+}
+
+/// What a served version of a CustomResourceDefinition adds to its entry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CrdVersion {
+    /// `apiVersion` objects are written in: the definition's storage version.
+    pub storage_api_version: String,
+    /// The definition has several versions: objects are converted (conversion `None`:
+    /// `apiVersion` rewritten) between the stored and the requested one.
+    pub converts: bool,
+    /// The `Warning` a deprecated version answers with.
+    pub deprecation_warning: Option<String>,
+    /// The definition is being deleted: objects can be read, changed and deleted (to
+    /// let their finalizers finish), not created.
+    pub terminating: bool,
 }
 
 impl std::fmt::Debug for ApiResource {
@@ -72,6 +89,7 @@ impl ApiResource {
             def,
             schema,
             rules,
+            crd: None,
             protobuf,
             strategy,
             endpoints,
@@ -82,6 +100,19 @@ impl ApiResource {
     /// `apiVersion` as written in objects: `v1` or `group/version`.
     pub fn api_version(&self) -> &str {
         &self.api_version
+    }
+
+    /// `apiVersion` as objects are stored: the storage version's, for a CRD version.
+    pub fn storage_api_version(&self) -> &str {
+        match &self.crd {
+            Some(c) if c.converts => &c.storage_api_version,
+            _ => &self.api_version,
+        }
+    }
+
+    /// Whether stored objects may be in another version than this entry serves.
+    pub fn converts(&self) -> bool {
+        self.crd.as_ref().is_some_and(|c| c.converts)
     }
 
     /// Whether objects live in a namespace.
@@ -294,12 +325,18 @@ impl Catalog {
 
     /// Adds an entry for `def`; observers hear of it once lookups find it.
     pub fn register(&self, def: ResourceDef) -> Result<Arc<ApiResource>, RegisterError> {
+        self.register_resource(ApiResource::new(def).map_err(RegisterError::Invalid)?)
+    }
+
+    /// Registers a built entry (one a CRD's settings were added to), as
+    /// [`Catalog::register`] does.
+    pub fn register_resource(&self, entry: ApiResource) -> Result<Arc<ApiResource>, RegisterError> {
         let observers = self.changes.lock().unwrap_or_else(|e| e.into_inner());
         let current = self.snapshot();
-        if let Some(why) = current.conflict(&def) {
+        if let Some(why) = current.conflict(&entry.def) {
             return Err(RegisterError::Conflict(why));
         }
-        let entry = Arc::new(ApiResource::new(def).map_err(RegisterError::Invalid)?);
+        let entry = Arc::new(entry);
         let mut all = current.all.clone();
         all.push(entry.clone());
         self.publish(Index::build(current.generation + 1, all));

@@ -117,9 +117,71 @@ fn a_crd_is_served_until_it_is_deleted() {
         "{err}"
     );
 
-    // Deleting the definition stops serving the kind and deletes its objects: once
-    // kubectl has seen the definition go, a new one of the same name starts empty.
-    s.kubectl_ok(&["delete", "crd", "crontabs.stable.example.com"]);
+    // Deleting the definition stops serving the kind and deletes its objects; an object
+    // with a finalizer of its own holds the definition, which says it is terminating.
+    s.kubectl_ok(&[
+        "patch",
+        "ct",
+        "nightly",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":["example.com/hold"]}}"#,
+    ]);
+    s.kubectl_ok(&[
+        "delete",
+        "crd",
+        "crontabs.stable.example.com",
+        "--wait=false",
+    ]);
+    let terminating = || {
+        s.kubectl_ok(&[
+            "get",
+            "crd",
+            "crontabs.stable.example.com",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"Terminating\")].reason}",
+        ])
+    };
+    eventually("Terminating=True", || {
+        terminating() == "InstanceDeletionInProgress"
+    });
+    // Meanwhile objects can be read and changed (their finalizers must be able to finish)
+    // but not created.
+    let held = s.kubectl_ok(&[
+        "get",
+        "ct",
+        "nightly",
+        "-o",
+        "jsonpath={.metadata.deletionTimestamp}",
+    ]);
+    assert!(!held.is_empty(), "the object is being deleted");
+    let refused = rt.block_on(raw_request(
+        &c,
+        "POST",
+        "/apis/stable.example.com/v1/namespaces/default/crontabs",
+        Some("application/json"),
+        r#"{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"late"}}"#,
+    ));
+    assert_eq!(refused.status, 405, "{}", refused.text);
+    assert_eq!(
+        refused.json["message"],
+        "create not allowed while custom resource definition is terminating"
+    );
+    s.kubectl_ok(&[
+        "patch",
+        "ct",
+        "nightly",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    // Once kubectl has seen the definition go, a new one of the same name starts empty.
+    s.kubectl_ok(&[
+        "wait",
+        "--for=delete",
+        "crd/crontabs.stable.example.com",
+        "--timeout=10s",
+    ]);
     assert_eq!(
         status("/apis/stable.example.com/v1/namespaces/default/crontabs"),
         404
@@ -464,4 +526,131 @@ fn cel_rules_check_custom_objects_and_bad_rules_are_refused() {
             "{to}: {err}"
         );
     }
+}
+
+const PLANS: &str = "\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: plans.versions.example.com
+spec:
+  group: versions.example.com
+  scope: Namespaced
+  names: {plural: plans, singular: plan, kind: Plan}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: &schema
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec: {type: object, properties: {steps: {type: integer}}}
+    - name: v1beta1
+      served: true
+      storage: false
+      deprecated: true
+      deprecationWarning: versions.example.com/v1beta1 Plan is going away; use v1
+      schema: *schema
+    - name: v1alpha1
+      served: false
+      storage: false
+      schema: *schema
+";
+
+#[test]
+fn a_multi_version_crd_serves_each_object_in_every_served_version() {
+    let s = TestServer::start();
+    let crd = s.write_file("plans.yaml", PLANS);
+    install_crd(&s, &crd, "plans.versions.example.com");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let c = rt.block_on(s.client());
+    let get = |path: &str| rt.block_on(raw_request(&c, "GET", path, None, ""));
+    let post = |path: &str, body: &str| {
+        rt.block_on(raw_request(
+            &c,
+            "POST",
+            path,
+            Some("application/json"),
+            body.to_string(),
+        ))
+    };
+
+    // Written in the deprecated version: a warning, and the object is stored in v1.
+    let created = post(
+        "/apis/versions.example.com/v1beta1/namespaces/default/plans",
+        r#"{"apiVersion":"versions.example.com/v1beta1","kind":"Plan","metadata":{"name":"p"},"spec":{"steps":3}}"#,
+    );
+    assert_eq!(created.status, 201, "{}", created.text);
+    assert_eq!(created.json["apiVersion"], "versions.example.com/v1beta1");
+    let warning = created
+        .headers
+        .get("warning")
+        .map(|v| v.to_str().unwrap().to_string());
+    assert_eq!(
+        warning.as_deref(),
+        Some(r#"299 - "versions.example.com/v1beta1 Plan is going away; use v1""#)
+    );
+    for (version, path) in [
+        (
+            "v1",
+            "/apis/versions.example.com/v1/namespaces/default/plans/p",
+        ),
+        (
+            "v1beta1",
+            "/apis/versions.example.com/v1beta1/namespaces/default/plans/p",
+        ),
+    ] {
+        let got = get(path);
+        assert_eq!(got.status, 200, "{}", got.text);
+        assert_eq!(
+            got.json["apiVersion"],
+            format!("versions.example.com/{version}")
+        );
+        assert_eq!(got.json["spec"]["steps"], 3);
+        let listed = get(path.trim_end_matches("/p"));
+        assert_eq!(
+            listed.json["items"][0]["apiVersion"],
+            format!("versions.example.com/{version}"),
+            "{}",
+            listed.text
+        );
+    }
+    // kubectl shows the warning; an unserved version is not there.
+    let out = s.kubectl(&["get", "plans.v1beta1.versions.example.com", "p"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Warning: versions.example.com/v1beta1 Plan is going away"),
+        "{out:?}"
+    );
+    assert_eq!(
+        get("/apis/versions.example.com/v1alpha1/namespaces/default/plans").status,
+        404
+    );
+
+    // Moving storage to v1beta1 records both as stored versions.
+    let moved = PLANS
+        .replace("      storage: true\n", "      storage: STORAGE_V1\n")
+        .replace(
+            "      storage: false\n      deprecated",
+            "      storage: true\n      deprecated",
+        )
+        .replace("STORAGE_V1", "false");
+    let file = s.write_file("plans-moved.yaml", &moved);
+    s.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
+    eventually("storedVersions v1 and v1beta1", || {
+        s.kubectl_ok(&[
+            "get",
+            "crd",
+            "plans.versions.example.com",
+            "-o",
+            "jsonpath={.status.storedVersions}",
+        ]) == r#"["v1","v1beta1"]"#
+    });
+    let got = get("/apis/versions.example.com/v1/namespaces/default/plans/p");
+    assert_eq!(
+        got.json["apiVersion"], "versions.example.com/v1",
+        "{}",
+        got.text
+    );
 }

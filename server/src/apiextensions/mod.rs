@@ -9,6 +9,7 @@ use codegen::model::{
 use serde_json::{json, Value};
 
 use crate::api::StatusCause;
+use crate::catalog::CrdVersion;
 use crate::registry::cel::Rules;
 
 /// `spec.names` with the defaults filled in, as `status.acceptedNames` shows them.
@@ -32,6 +33,48 @@ pub fn storage_version(crd: &Value) -> Option<String> {
         .find(|v| v["storage"] == json!(true))
         .and_then(|v| v["name"].as_str())
         .map(str::to_string)
+}
+
+/// `status.storedVersions`: every version objects may have been stored in, the ones
+/// already recorded first, then the current storage version.
+pub fn stored_versions(crd: &Value) -> Vec<String> {
+    let mut versions: Vec<String> = crd["status"]["storedVersions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
+    if let Some(storage) = storage_version(crd) {
+        if !versions.contains(&storage) {
+            versions.push(storage);
+        }
+    }
+    versions
+}
+
+/// How `crd` serves the version `def` was made from, beyond its schema.
+pub fn version_settings(crd: &Value, def: &ResourceDef, terminating: bool) -> CrdVersion {
+    let versions = crd["spec"]["versions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let this = versions
+        .iter()
+        .find(|v| v["name"] == json!(def.version))
+        .cloned()
+        .unwrap_or_default();
+    let storage = storage_version(crd).unwrap_or_else(|| def.version.clone());
+    let deprecation_warning =
+        (this["deprecated"] == json!(true)).then(|| match this["deprecationWarning"].as_str() {
+            Some(w) => w.to_string(),
+            None => format!("{}/{} {} is deprecated", def.group, def.version, def.kind),
+        });
+    CrdVersion {
+        storage_api_version: format!("{}/{storage}", def.group),
+        converts: versions.len() > 1,
+        deprecation_warning,
+        terminating,
+    }
 }
 
 /// A `FieldValueInvalid` cause with `message` as it stands.

@@ -17,13 +17,15 @@ use serde_json::{json, Value};
 
 use crate::api::meta::now_rfc3339;
 use crate::api::options::{DeleteOptions, ListOptions, ReadAt};
-use crate::apiextensions::{accepted_names, definitions, storage_version};
+use crate::api::selectors::{FieldSelector, LabelSelector};
+use crate::apiextensions::{accepted_names, definitions, stored_versions, version_settings};
 use crate::catalog::{ApiResource, Catalog, RegisterError};
-use crate::registry::store::{Store, Target, WriteContext};
+use crate::registry::store::{Store, Target, WatchStart, WriteContext};
 use crate::registry::strategy::CRD_CLEANUP_FINALIZER;
 
-/// How often definitions are looked at again.
-const RESYNC: Duration = Duration::from_millis(300);
+/// How often definitions are looked at again when none changes (objects of a deleted
+/// definition that wait for their own finalizers are looked at this often).
+const RESYNC: Duration = Duration::from_secs(1);
 
 /// The field manager of the status this controller writes.
 const MANAGER: &str = "apiextensions-apiserver";
@@ -31,44 +33,76 @@ const MANAGER: &str = "apiextensions-apiserver";
 /// What one definition registered, and for which generation of its spec.
 struct Installed {
     generation: i64,
+    /// Served as a definition being deleted (no creates).
+    terminating: bool,
     /// `(group, version, plural)` of each registered entry.
     entries: Vec<(String, String, String)>,
     /// The status it should have.
     status: Value,
 }
 
-/// Runs the controller until the process ends.
+/// Runs the controller until the process ends: a pass over every definition whenever
+/// one changes (as an informer's event handler would), and at least every [`RESYNC`].
 pub fn spawn(catalog: Arc<Catalog>, store: Store) {
     tokio::spawn(async move {
         let mut served: BTreeMap<String, Installed> = BTreeMap::new();
         loop {
-            if let Err(e) = sync(&catalog, &store, &mut served).await {
-                tracing::warn!("customresourcedefinition controller: {e}");
-            }
-            tokio::time::sleep(RESYNC).await;
+            let Some(crds) = catalog.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+            else {
+                return;
+            };
+            let seen = match sync(&catalog, &store, &crds, &mut served).await {
+                Ok(revision) => revision,
+                Err(e) => {
+                    tracing::warn!("customresourcedefinition controller: {e}");
+                    None
+                }
+            };
+            next_change(&store, crds, seen).await;
         }
     });
 }
 
+/// Returns when a definition changed after revision `seen`, or after [`RESYNC`].
+async fn next_change(store: &Store, crds: Arc<ApiResource>, seen: Option<u64>) {
+    let watch = match seen {
+        Some(rev) => store
+            .watch(
+                crds,
+                None,
+                WatchStart::After(rev),
+                LabelSelector::default(),
+                FieldSelector::default(),
+            )
+            .await
+            .ok(),
+        None => None,
+    };
+    match watch {
+        Some(mut w) => {
+            let _ = tokio::time::timeout(RESYNC, w.next()).await;
+        }
+        None => tokio::time::sleep(RESYNC).await,
+    }
+}
+
+/// One pass; the revision of the definitions it saw.
 async fn sync(
     catalog: &Catalog,
     store: &Store,
+    crds: &ApiResource,
     served: &mut BTreeMap<String, Installed>,
-) -> Result<(), String> {
-    let Some(crds) = catalog.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") else {
-        return Ok(());
-    };
+) -> Result<Option<u64>, String> {
     let list = store
-        .list(&crds, None, &from_cache())
+        .list(crds, None, &from_cache())
         .await
         .map_err(|e| e.to_string())?;
     let names: Vec<String> = list
         .items
         .iter()
-        .filter(|c| c["metadata"]["deletionTimestamp"].is_null())
         .filter_map(|c| c["metadata"]["name"].as_str().map(str::to_string))
         .collect();
-    // Definitions that are gone (or going) stop being served.
+    // Definitions that are gone stop being served.
     let gone: Vec<String> = served
         .keys()
         .filter(|n| !names.contains(n))
@@ -79,36 +113,32 @@ async fn sync(
             unregister(catalog, &s.entries);
         }
     }
-    for crd in list
-        .items
-        .iter()
-        .filter(|c| !c["metadata"]["deletionTimestamp"].is_null())
-    {
-        clean_up(store, &crds, crd).await?;
-    }
-    for crd in list
-        .items
-        .iter()
-        .filter(|c| c["metadata"]["deletionTimestamp"].is_null())
-    {
+    for crd in &list.items {
         let name = crd["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
             .to_string();
         let generation = crd["metadata"]["generation"].as_i64().unwrap_or(0);
-        if served.get(&name).is_none_or(|s| s.generation != generation) {
+        let terminating = !crd["metadata"]["deletionTimestamp"].is_null();
+        let current = served.get(&name);
+        if current.is_none_or(|s| s.generation != generation || s.terminating != terminating) {
             if let Some(old) = served.remove(&name) {
                 unregister(catalog, &old.entries);
             }
-            let (entries, status) = serve(catalog, crd);
+            let (entries, status) = serve(catalog, crd, terminating);
             served.insert(
                 name.clone(),
                 Installed {
                     generation,
+                    terminating,
                     entries,
                     status,
                 },
             );
+        }
+        if terminating {
+            clean_up(store, crds, crd).await?;
+            continue;
         }
         let want = &served[&name].status;
         if !same_status(&crd["status"], want) {
@@ -117,7 +147,7 @@ async fn sync(
             // A conflict (someone wrote meanwhile) is retried on the next pass.
             let ctx = WriteContext::new(MANAGER);
             if let Err(e) = store
-                .update(&crds, None, &name, updated, Target::Status, &ctx)
+                .update(crds, None, &name, updated, Target::Status, &ctx)
                 .await
             {
                 if !e.is_conflict() {
@@ -126,7 +156,7 @@ async fn sync(
             }
         }
     }
-    Ok(())
+    Ok(list.resource_version.parse().ok())
 }
 
 /// For a deleted definition: deletes its objects, and once none is left removes the
@@ -139,6 +169,42 @@ async fn clean_up(store: &Store, crds: &ApiResource, crd: &Value) -> Result<(), 
     if !finalizers.iter().any(|f| f == CRD_CLEANUP_FINALIZER) {
         return Ok(());
     }
+    let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+    let terminating = crd["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Terminating" && c["status"] == "True");
+    let crd = if terminating {
+        crd.clone()
+    } else {
+        // Says so first, as kube-apiserver's finalizer controller does.
+        let mut updated = crd.clone();
+        let mut conditions: Vec<Value> = crd["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        conditions.retain(|c| c["type"] != "Terminating");
+        conditions.push(json!({
+            "type": "Terminating",
+            "status": "True",
+            "reason": "InstanceDeletionInProgress",
+            "message": "CustomResource deletion is in progress",
+            "lastTransitionTime": now_rfc3339(),
+        }));
+        updated["status"]["conditions"] = json!(conditions);
+        let ctx = WriteContext::new(MANAGER);
+        match store
+            .update(crds, None, name, updated, Target::Status, &ctx)
+            .await
+        {
+            Ok(written) => written,
+            // Someone wrote meanwhile: the next pass sees it.
+            Err(e) if e.is_conflict() || e.is_not_found() => return Ok(()),
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    let crd = &crd;
     // Any version's entry addresses the objects: keys do not name the version.
     if let Some(def) = definitions(crd).ok().and_then(|d| d.into_iter().next()) {
         let res = ApiResource::new(def)?;
@@ -169,7 +235,6 @@ async fn clean_up(store: &Store, crds: &ApiResource, crd: &Value) -> Result<(), 
         .into_iter()
         .filter(|f| f != CRD_CLEANUP_FINALIZER)
         .collect::<Vec<_>>());
-    let name = crd["metadata"]["name"].as_str().unwrap_or_default();
     match store
         .update(
             crds,
@@ -204,9 +269,13 @@ fn unregister(catalog: &Catalog, entries: &[(String, String, String)]) {
 }
 
 /// Registers the served versions of `crd`; what it registered and the status to write.
-fn serve(catalog: &Catalog, crd: &Value) -> (Vec<(String, String, String)>, Value) {
+fn serve(
+    catalog: &Catalog,
+    crd: &Value,
+    terminating: bool,
+) -> (Vec<(String, String, String)>, Value) {
     let names = accepted_names(&crd["spec"]["names"]);
-    let stored = storage_version(crd);
+    let stored = stored_versions(crd);
     let status = |accepted: (&str, &str, String), established: (&str, &str, String)| {
         let mut s = json!({
             "conditions": [
@@ -214,7 +283,7 @@ fn serve(catalog: &Catalog, crd: &Value) -> (Vec<(String, String, String)>, Valu
                 { "type": "Established", "status": established.0, "reason": established.1, "message": established.2 },
             ],
             "acceptedNames": if accepted.0 == "True" { names.clone() } else { json!({ "plural": "", "kind": "" }) },
-            "storedVersions": stored.iter().collect::<Vec<_>>(),
+            "storedVersions": stored,
         });
         if let Some(g) = crd["metadata"]["generation"].as_i64() {
             s["observedGeneration"] = json!(g);
@@ -243,7 +312,15 @@ fn serve(catalog: &Catalog, crd: &Value) -> (Vec<(String, String, String)>, Valu
     let mut entries = Vec::new();
     for def in defs {
         let key = (def.group.clone(), def.version.clone(), def.plural.clone());
-        match catalog.register(def) {
+        let settings = version_settings(crd, &def, terminating);
+        let entry = ApiResource::new(def).map(|mut e| {
+            e.crd = Some(settings);
+            e
+        });
+        match entry
+            .map_err(RegisterError::Invalid)
+            .and_then(|e| catalog.register_resource(e))
+        {
             Ok(_) => entries.push(key),
             Err(RegisterError::Conflict(why)) => {
                 unregister(catalog, &entries);

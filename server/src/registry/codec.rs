@@ -1,6 +1,7 @@
 //! The stored-object codec: how objects are laid out in storage (kind, apiVersion and
-//! metadata first, no resourceVersion: it is the storage revision) and turned back into
-//! API objects, decoded or as bytes with the resourceVersion spliced in.
+//! metadata first, no resourceVersion: it is the storage revision, in a CRD's storage
+//! version) and turned back into API objects of the requested version, decoded or as
+//! bytes with the resourceVersion spliced in.
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -22,18 +23,29 @@ pub fn decode(res: &ApiResource, kv: &KeyValue) -> Result<Value, ApiError> {
         "resourceVersion".into(),
         Value::String(kv.mod_revision.to_string()),
     );
+    if res.converts() {
+        // Conversion `None`: the same fields, in the requested version.
+        if let Some(m) = obj.as_object_mut() {
+            m.insert("apiVersion".into(), Value::String(res.api_version().into()));
+        }
+    }
     Ok(obj)
 }
 
-/// The stored form: no resourceVersion (it is the storage revision), and kind,
-/// apiVersion and metadata first so lists can be served from the bytes.
-pub fn encode(obj: &Value) -> Bytes {
+/// The stored form: in the storage version, no resourceVersion (it is the storage
+/// revision), and kind, apiVersion and metadata first so lists can be served from the
+/// bytes.
+pub fn encode(res: &ApiResource, obj: &Value) -> Bytes {
     let mut stored = serde_json::Map::new();
     if let Some(m) = obj.as_object() {
         for k in ["kind", "apiVersion", "metadata"] {
             if let Some(v) = m.get(k) {
                 stored.insert(k.to_string(), v.clone());
             }
+        }
+        if res.converts() {
+            let storage = Value::String(res.storage_api_version().into());
+            stored.insert("apiVersion".into(), storage);
         }
         for (k, v) in m {
             if !stored.contains_key(k) {
@@ -71,7 +83,12 @@ fn splice_resource_version(stored: &[u8], rev: u64) -> Option<Bytes> {
 /// The stored object as JSON bytes with its resourceVersion: spliced in when the layout
 /// allows, else decoded and encoded again.
 pub fn json_bytes(res: &ApiResource, kv: &KeyValue) -> Result<Bytes, ApiError> {
-    match splice_resource_version(&kv.value, kv.mod_revision) {
+    let spliced = if res.converts() {
+        None
+    } else {
+        splice_resource_version(&kv.value, kv.mod_revision)
+    };
+    match spliced {
         Some(b) => Ok(b),
         None => Ok(Bytes::from(
             serde_json::to_vec(&decode(res, kv)?).unwrap_or_default(),
@@ -93,7 +110,7 @@ mod tests {
     #[test]
     fn resource_version_is_spliced_into_stored_bytes() {
         let obj = json!({ "data": { "a": "{" }, "metadata": { "name": "x", "resourceVersion": "1" }, "apiVersion": "v1", "kind": "ConfigMap" });
-        let stored = encode(&obj);
+        let stored = encode(&crate::catalog::test_resource(json!({})), &obj);
         let spliced =
             splice_resource_version(&stored, 42).expect("the store writes metadata first");
         let back: Value = serde_json::from_slice(&spliced).unwrap();

@@ -597,7 +597,7 @@ impl Store {
             }
             match self
                 .storage
-                .create(&Self::key(res, ns, &name), encode(&obj))
+                .create(&Self::key(res, ns, &name), encode(res, &obj))
                 .await
             {
                 Ok(rev) => {
@@ -835,7 +835,7 @@ impl Store {
         }
         let rev = self
             .storage
-            .update(&Self::key(res, ns, name), old_rev, encode(&obj))
+            .update(&Self::key(res, ns, name), old_rev, encode(res, &obj))
             .await
             .map_err(|e| map_err(res, name, e))?;
         self.wrote(res, rev);
@@ -905,7 +905,7 @@ impl Store {
             }
             let rev = self
                 .storage
-                .update(&key, kv.mod_revision, encode(&obj))
+                .update(&key, kv.mod_revision, encode(res, &obj))
                 .await
                 .map_err(|e| map_err(res, name, e))?;
             self.wrote(res, rev);

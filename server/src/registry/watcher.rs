@@ -54,6 +54,8 @@ impl WatchEvent {
         };
         match self {
             WatchEvent::Decoded(e) => Ok(encode(e)),
+            // Other versions of a CRD share the event: encode it for this one.
+            WatchEvent::Shared(_) if res.converts() => Ok(encode(&self.object_event(res)?)),
             WatchEvent::Shared(stored) => {
                 if let Some(line) = stored.encoded.get() {
                     return Ok(line.clone());

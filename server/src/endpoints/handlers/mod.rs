@@ -33,7 +33,14 @@ pub async fn serve(
     state: web::Data<ApiState>,
     scope: RequestScope,
 ) -> Reply {
-    match scope.verb {
+    let crd = scope.resource.crd.as_ref();
+    if scope.verb == Verb::Create && crd.is_some_and(|c| c.terminating) {
+        return Err(ApiError {
+            message: "create not allowed while custom resource definition is terminating".into(),
+            ..ApiError::method_not_allowed()
+        });
+    }
+    let reply = match scope.verb {
         Verb::Get => get::get(&req, &state, &scope).await,
         Verb::List | Verb::Watch => list::list(&req, &state, &scope).await,
         Verb::Create => create::create(&req, &body, &state, &scope).await,
@@ -41,6 +48,10 @@ pub async fn serve(
         Verb::Patch => patch::patch(&req, &body, &state, &scope).await,
         Verb::Delete => delete::delete(&req, &body, &state, &scope).await,
         Verb::DeleteCollection => delete::delete_collection(&req, &state, &scope).await,
+    };
+    match crd.and_then(|c| c.deprecation_warning.as_ref()) {
+        Some(warning) => reply.map(|r| with_warnings(r, std::slice::from_ref(warning))),
+        None => reply,
     }
 }
 
