@@ -262,7 +262,50 @@ fn an_exported_definition_serves_its_kind_as_the_compiled_in_one_does() {
                 && err.contains("spec.color: Unsupported value: \"purple\""),
             "{group}: {err}"
         );
+        // kubectl edit and patch change it alike.
+        let script = s.write_file(
+            "edit.sh",
+            "#!/bin/sh\nsed -i 's/color: red/color: green/' \"$1\"\n",
+        );
+        let editor = format!("sh {}", script.display());
+        let out = s
+            .kubectl_command(&["edit", &format!("widgets.v1.{group}"), "w"])
+            .env("KUBE_EDITOR", &editor)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{group}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        s.kubectl_ok(&[
+            "patch",
+            short,
+            "w",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"replicas":5}}"#,
+        ]);
+        let changed = s.kubectl_ok(&[
+            "get",
+            short,
+            "w",
+            "-o",
+            "jsonpath={.spec.color} {.spec.replicas}",
+        ]);
+        assert_eq!(changed, "green 5", "{group}: kubectl edit, then patch");
     }
+    // Both kinds answer to their category; both delete alike.
+    let listed = s.kubectl_ok(&["get", "examples", "-o", "name"]);
+    let mut names: Vec<&str> = listed.lines().collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["widget.example.dev/w", "widget.exported.example.dev/w"],
+        "{listed}"
+    );
+    s.kubectl_ok(&["delete", "wd,xwd", "w"]);
+    assert_eq!(s.kubectl_ok(&["get", "examples", "-o", "name"]), "");
 }
 
 const QUEUES: &str = "\
@@ -328,6 +371,26 @@ fn custom_objects_are_held_to_every_check_of_their_schema() {
         "jsonpath={.spec.template.kind} {.spec.port}",
     ]);
     assert_eq!(kept, "Pod http", "an embedded object keeps its kind");
+
+    // Unknown fields are pruned: kubectl is warned (refused by default), and they are
+    // not stored.
+    let out = s.kubectl(&[
+        "apply",
+        "--validate=warn",
+        "-f",
+        &queue(&s, "pruned", "{name: orders, bogus: 1}"),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let warned = String::from_utf8_lossy(&out.stderr);
+    assert!(warned.contains(r#"unknown field "spec.bogus""#), "{warned}");
+    let stored = s.kubectl_ok(&["get", "queue", "pruned", "-o", "jsonpath={.spec}"]);
+    assert_eq!(stored, r#"{"name":"orders"}"#);
+    let strict = s.kubectl_err(&[
+        "apply",
+        "-f",
+        &queue(&s, "strict", "{name: orders, bogus: 1}"),
+    ]);
+    assert!(strict.contains(r#"unknown field "spec.bogus""#), "{strict}");
 
     // Each violation is named with its field, in kube-apiserver's words.
     let cases = [
