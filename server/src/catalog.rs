@@ -40,13 +40,15 @@ pub struct ApiResource {
 }
 
 /// What a served version of a CustomResourceDefinition adds to its entry.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct CrdVersion {
     /// `apiVersion` objects are written in: the definition's storage version.
     pub storage_api_version: String,
-    /// The definition has several versions: objects are converted (conversion `None`:
-    /// `apiVersion` rewritten) between the stored and the requested one.
+    /// The definition has several versions: objects are converted between the stored
+    /// and the requested one (conversion `None`: `apiVersion` rewritten).
     pub converts: bool,
+    /// Conversion `Webhook`: the webhook that converts.
+    pub webhook: Option<Arc<crate::apiextensions::conversion::Webhook>>,
     /// The `Warning` a deprecated version answers with.
     pub deprecation_warning: Option<String>,
     /// The definition is being deleted: objects can be read, changed and deleted (to
@@ -110,9 +112,18 @@ impl ApiResource {
         }
     }
 
-    /// Whether stored objects may be in another version than this entry serves.
+    /// Whether stored objects may be in another version than this entry serves (and so
+    /// cannot be served from their stored bytes).
     pub fn converts(&self) -> bool {
         self.crd.as_ref().is_some_and(|c| c.converts)
+    }
+
+    /// The webhook that converts this entry's objects, for a CRD with conversion `Webhook`.
+    pub fn conversion_webhook(&self) -> Option<&crate::apiextensions::conversion::Webhook> {
+        self.crd
+            .as_ref()
+            .filter(|c| c.converts)
+            .and_then(|c| c.webhook.as_deref())
     }
 
     /// Whether objects live in a namespace.

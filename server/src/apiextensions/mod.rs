@@ -3,6 +3,8 @@
 //! validator, so a CRD is held to the rules a definition file is; the CRD strategy
 //! refuses (422) what cannot be served, and `controllers::crd` registers the rest.
 
+pub mod conversion;
+
 use codegen::model::{
     Origin, PrinterColumn, ResourceDef, ScaleSubresource, Schema, Scope, Subresources,
 };
@@ -72,6 +74,7 @@ pub fn version_settings(crd: &Value, def: &ResourceDef, terminating: bool) -> Cr
     CrdVersion {
         storage_api_version: format!("{}/{storage}", def.group),
         converts: versions.len() > 1,
+        webhook: conversion::Webhook::of(crd),
         deprecation_warning,
         terminating,
     }

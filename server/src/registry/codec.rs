@@ -23,7 +23,7 @@ pub fn decode(res: &ApiResource, kv: &KeyValue) -> Result<Value, ApiError> {
         "resourceVersion".into(),
         Value::String(kv.mod_revision.to_string()),
     );
-    if res.converts() {
+    if res.converts() && res.conversion_webhook().is_none() {
         // Conversion `None`: the same fields, in the requested version.
         if let Some(m) = obj.as_object_mut() {
             m.insert("apiVersion".into(), Value::String(res.api_version().into()));
@@ -43,7 +43,7 @@ pub fn encode(res: &ApiResource, obj: &Value) -> Bytes {
                 stored.insert(k.to_string(), v.clone());
             }
         }
-        if res.converts() {
+        if res.converts() && res.conversion_webhook().is_none() {
             let storage = Value::String(res.storage_api_version().into());
             stored.insert("apiVersion".into(), storage);
         }
@@ -93,6 +93,53 @@ pub fn json_bytes(res: &ApiResource, kv: &KeyValue) -> Result<Bytes, ApiError> {
         None => Ok(Bytes::from(
             serde_json::to_vec(&decode(res, kv)?).unwrap_or_default(),
         )),
+    }
+}
+
+/// Objects read from storage in the version `res` serves: what a conversion webhook does
+/// (conversion `None` happened in [`decode`]). One review for all that need it.
+pub async fn served(res: &ApiResource, mut objs: Vec<Value>) -> Result<Vec<Value>, ApiError> {
+    let Some(webhook) = res.conversion_webhook() else {
+        return Ok(objs);
+    };
+    let want = res.api_version();
+    let stale: Vec<usize> = (0..objs.len())
+        .filter(|i| objs[*i]["apiVersion"] != want)
+        .collect();
+    if stale.is_empty() {
+        return Ok(objs);
+    }
+    let asked = stale.iter().map(|i| objs[*i].clone()).collect();
+    for (i, converted) in stale.into_iter().zip(webhook.convert(asked, want).await?) {
+        objs[i] = converted;
+    }
+    Ok(objs)
+}
+
+/// One object read from storage, in the version `res` serves (see [`served`]).
+pub async fn served_one(res: &ApiResource, obj: Value) -> Result<Value, ApiError> {
+    Ok(served(res, vec![obj]).await?.pop().unwrap_or_default())
+}
+
+/// `obj` (in the version `res` serves) in the storage version, for a conversion webhook;
+/// [`encode`] writes conversion `None`'s.
+pub async fn to_storage(res: &ApiResource, obj: Value) -> Result<Value, ApiError> {
+    match res.conversion_webhook() {
+        Some(webhook) if obj["apiVersion"] != res.storage_api_version() => Ok(webhook
+            .convert(vec![obj], res.storage_api_version())
+            .await?
+            .pop()
+            .unwrap_or_default()),
+        _ => Ok(obj),
+    }
+}
+
+/// The stored form of `obj` (see [`encode`]), converted by the webhook first when the
+/// kind has one.
+pub async fn stored_bytes(res: &ApiResource, obj: &Value) -> Result<Bytes, ApiError> {
+    match res.conversion_webhook() {
+        Some(_) => Ok(encode(res, &to_storage(res, obj.clone()).await?)),
+        None => Ok(encode(res, obj)),
     }
 }
 

@@ -21,7 +21,7 @@ use crate::catalog::ApiResource;
 use crate::storage::{KeyValue, ListPage, Storage, StorageError};
 
 use super::cacher::Cacher;
-use super::codec::{decode, encode, json_bytes, with_rv};
+use super::codec::{decode, json_bytes, served, served_one, stored_bytes, with_rv};
 use super::storage_errors::map_err;
 use super::watcher::Watcher;
 
@@ -262,7 +262,8 @@ impl Store {
         name: &str,
         at: ReadAt,
     ) -> Result<Value, ApiError> {
-        decode(res, &self.get_stored_at(res, ns, name, at).await?)
+        let kv = self.get_stored_at(res, ns, name, at).await?;
+        served_one(res, decode(res, &kv)?).await
     }
 
     /// Like [`Store::get_at`], but the object as JSON bytes spliced from the stored ones
@@ -310,7 +311,7 @@ impl Store {
             .await
             .map_err(|e| map_err(res, name, e))?
         {
-            Some(kv) => decode(res, &kv),
+            Some(kv) => served_one(res, decode(res, &kv)?).await,
             None => Err(ApiError::not_found(res, name)),
         }
     }
@@ -323,11 +324,14 @@ impl Store {
         ns: Option<&str>,
         opts: &ListOptions,
     ) -> Result<ObjectList, ApiError> {
-        self.list_with(res, ns, opts, |kv| {
-            let obj = decode(res, kv)?;
-            Ok(selects(&opts.labels, &opts.fields, &obj).then_some(obj))
-        })
-        .await
+        let mut page = self
+            .list_with(res, ns, opts, |kv| {
+                let obj = decode(res, kv)?;
+                Ok(selects(&opts.labels, &opts.fields, &obj).then_some(obj))
+            })
+            .await?;
+        page.items = served(res, page.items).await?;
+        Ok(page)
     }
 
     /// Like [`Store::list`], but each item as it is stored (decoded only to apply
@@ -597,7 +601,7 @@ impl Store {
             }
             match self
                 .storage
-                .create(&Self::key(res, ns, &name), encode(res, &obj))
+                .create(&Self::key(res, ns, &name), stored_bytes(res, &obj).await?)
                 .await
             {
                 Ok(rev) => {
@@ -649,7 +653,7 @@ impl Store {
             }
             None => {}
         }
-        let old = decode(res, &kv)?;
+        let old = served_one(res, decode(res, &kv)?).await?;
         self.write_update(res, ns, name, old, kv.mod_revision, obj, target, ctx)
             .await
     }
@@ -676,7 +680,7 @@ impl Store {
             else {
                 return Err(ApiError::not_found(res, name));
             };
-            let old = decode(res, &kv)?;
+            let old = served_one(res, decode(res, &kv)?).await?;
             let new = mutate(&old)?;
             let pinned = meta_str(&new, "resourceVersion")
                 .is_some_and(|rv| rv != kv.mod_revision.to_string());
@@ -835,7 +839,11 @@ impl Store {
         }
         let rev = self
             .storage
-            .update(&Self::key(res, ns, name), old_rev, encode(res, &obj))
+            .update(
+                &Self::key(res, ns, name),
+                old_rev,
+                stored_bytes(res, &obj).await?,
+            )
             .await
             .map_err(|e| map_err(res, name, e))?;
         self.wrote(res, rev);
@@ -865,7 +873,7 @@ impl Store {
         else {
             return Err(ApiError::not_found(res, name));
         };
-        let mut obj = decode(res, &kv)?;
+        let mut obj = served_one(res, decode(res, &kv)?).await?;
         if let Some(uid) = precondition_uid {
             let actual = meta_str(&obj, "uid").unwrap_or_default();
             if uid != actual {
@@ -905,7 +913,7 @@ impl Store {
             }
             let rev = self
                 .storage
-                .update(&key, kv.mod_revision, encode(res, &obj))
+                .update(&key, kv.mod_revision, stored_bytes(res, &obj).await?)
                 .await
                 .map_err(|e| map_err(res, name, e))?;
             self.wrote(res, rev);

@@ -290,6 +290,7 @@ impl Strategy for CustomResourceDefinitionStrategy {
                 ));
             }
         }
+        causes.extend(validate_conversion(&spec["conversion"]));
         // What each served version would be: its schema, kind and columns, checked as
         // a definition file is (once the names above are sound).
         if causes.is_empty() {
@@ -313,6 +314,59 @@ pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy,
         None if builtin => &PlainCoreStrategy,
         None => &DefaultStrategy,
     })
+}
+
+/// `spec.conversion` of a CustomResourceDefinition: `None`, or a `Webhook` this server can
+/// call (ConversionReview v1, at an https URL).
+fn validate_conversion(conversion: &Value) -> Vec<StatusCause> {
+    let mut causes = Vec::new();
+    let webhook = &conversion["webhook"];
+    match conversion["strategy"].as_str() {
+        None | Some("None") => {
+            if webhook.is_object() {
+                causes.push(StatusCause::forbidden(
+                    "spec.conversion.webhook",
+                    "should not be set when strategy is not set to Webhook",
+                ));
+            }
+        }
+        Some("Webhook") => {
+            let config = &webhook["clientConfig"];
+            if !config.is_object() {
+                causes.push(StatusCause::required(
+                    "spec.conversion.webhook.clientConfig",
+                    "required when strategy is set to Webhook",
+                ));
+            } else if config["url"].is_string() == config["service"].is_object() {
+                causes.push(StatusCause::required(
+                    "spec.conversion.webhook.clientConfig",
+                    "exactly one of url or service is required",
+                ));
+            } else if let Some(url) = config["url"].as_str() {
+                if !url.starts_with("https://") {
+                    causes.push(StatusCause::invalid(
+                        "spec.conversion.webhook.clientConfig.url",
+                        url,
+                        "'https' is the only allowed URL scheme",
+                    ));
+                }
+            }
+            let versions = webhook["conversionReviewVersions"].as_array();
+            if !versions.is_some_and(|v| v.contains(&json!("v1"))) {
+                causes.push(StatusCause::invalid(
+                    "spec.conversion.webhook.conversionReviewVersions",
+                    &webhook["conversionReviewVersions"].to_string(),
+                    "must include at least one of v1",
+                ));
+            }
+        }
+        Some(other) => causes.push(StatusCause::unsupported(
+            "spec.conversion.strategy",
+            &format!("{other:?}"),
+            &["None", "Webhook"],
+        )),
+    }
+    causes
 }
 
 #[cfg(test)]

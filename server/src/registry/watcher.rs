@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
 use super::cacher::{CacheWatch, Cacher};
-use super::codec::decode;
+use super::codec::{decode, served_one};
 use crate::api::selectors::{selects, FieldSelector, LabelSelector};
 use crate::api::ApiError;
 use crate::catalog::ApiResource;
@@ -223,6 +223,10 @@ impl Watcher {
                 Ok(obj) => obj,
                 Err(e) => return Some(Err(e)),
             };
+            let obj = match served_one(&self.res, obj).await {
+                Ok(obj) => obj,
+                Err(e) => return Some(Err(e)),
+            };
             if selects(&self.labels, &self.fields, &obj) {
                 let added = ObjectEvent {
                     type_: "ADDED",
@@ -257,11 +261,23 @@ impl Watcher {
                 continue;
             }
             self.last = event.revision;
-            if !self.filtering() {
+            // A webhook converts each event for this watcher alone.
+            let webhook = self.res.conversion_webhook().is_some();
+            if !self.filtering() && !webhook {
                 return Some(Ok(WatchEvent::Shared(event)));
             }
-            if let Some(e) = to_object_event(&self.res, &event, &self.labels, &self.fields) {
-                return Some(e.map(WatchEvent::Decoded));
+            match to_object_event(&self.res, &event, &self.labels, &self.fields) {
+                Some(Ok(mut e)) if webhook => {
+                    return Some(match served_one(&self.res, e.object).await {
+                        Ok(object) => {
+                            e.object = object;
+                            Ok(WatchEvent::Decoded(e))
+                        }
+                        Err(err) => Err(err),
+                    });
+                }
+                Some(e) => return Some(e.map(WatchEvent::Decoded)),
+                None => {}
             }
         }
     }

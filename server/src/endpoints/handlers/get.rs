@@ -21,7 +21,8 @@ pub(super) async fn get(req: &HttpRequest, state: &ApiState, scope: &RequestScop
     super::check_read_version(state, opts.at, false).await?;
     let (ns, name) = (scope.namespace(), scope.name());
     let scale = scope.subresource == Some(Subresource::Scale);
-    if repr == Representation::Json && !scale && !wants_pretty(req) {
+    // Objects of a kind that converts between versions are not served as stored.
+    if repr == Representation::Json && !scale && !wants_pretty(req) && !res.converts() {
         // Plain JSON: the stored bytes with resourceVersion spliced in, no decoding.
         let body = state.store.get_json_at(res, ns, name, opts.at).await?;
         return Ok(respond_bytes(req, 200, "application/json", body.to_vec()));

@@ -43,11 +43,13 @@ pub(super) async fn list(req: &HttpRequest, state: &ApiState, scope: &RequestSco
         return watch::serve(req, res.clone(), state, w).await;
     }
     super::check_read_version(state, opts.at, true).await?;
-    let plain = opts.labels.is_empty() && opts.fields.is_empty() && !wants_pretty(req);
+    // Objects of a kind that converts between versions are not served as stored.
+    let as_stored = !res.converts() && !wants_pretty(req);
+    let plain = opts.labels.is_empty() && opts.fields.is_empty() && as_stored;
     if repr == Representation::Json && plain {
         return list_from_bytes(req, state, scope, &opts).await;
     }
-    if repr == Representation::Table && !wants_pretty(req) {
+    if repr == Representation::Table && as_stored {
         // Rows straight from the stored bytes (what `kubectl get` asks for).
         let page = state.store.list_stored(res, ns, &opts).await?;
         let body = table_from_stored(res, &page.items, &list_metadata(&page), include()?)
