@@ -187,21 +187,9 @@ fn compile_rule(
     schema: &Value,
     at: &str,
 ) -> Result<(Compiled, u64), StatusCause> {
-    let program = env().compile(&rule.rule).map_err(|e| {
-        StatusCause::invalid(
-            &format!("{at}.rule"),
-            &rule.rule,
-            &format!("compilation failed: {}", one_line(&e.to_string())),
-        )
-    })?;
+    let program = compile(&rule.rule, &format!("{at}.rule"))?;
     let message = match rule.message_expression.as_deref() {
-        Some(expr) => Some(env().compile(expr).map_err(|e| {
-            StatusCause::invalid(
-                &format!("{at}.messageExpression"),
-                expr,
-                &format!("compilation failed: {}", one_line(&e.to_string())),
-            )
-        })?),
+        Some(expr) => Some(compile(expr, &format!("{at}.messageExpression"))?),
         None => None,
     };
     if let Some(reason) = rule.reason.as_deref() {
@@ -239,6 +227,47 @@ fn compile_rule(
         },
         cost,
     ))
+}
+
+/// The longest expression compiled, and the deepest nesting of brackets in one: the
+/// parser recurses per level, so both bound the stack and time a CRD author can spend.
+const MAX_EXPRESSION_BYTES: usize = 16 * 1024;
+const MAX_NESTING: usize = 64;
+
+/// One CEL expression, compiled after its size and nesting are checked.
+fn compile(expr: &str, field: &str) -> Result<Program, StatusCause> {
+    if expr.len() > MAX_EXPRESSION_BYTES {
+        return Err(StatusCause::too_long(
+            field,
+            &format!("may not be more than {MAX_EXPRESSION_BYTES} bytes"),
+        ));
+    }
+    let mut depth = 0usize;
+    let mut deepest = 0usize;
+    for c in expr.chars() {
+        match c {
+            '(' | '[' | '{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    if deepest > MAX_NESTING {
+        return Err(StatusCause::invalid(
+            field,
+            expr,
+            &format!("compilation failed: nested more than {MAX_NESTING} levels deep"),
+        ));
+    }
+    env().compile(expr).map_err(|e| {
+        StatusCause::invalid(
+            field,
+            expr,
+            &format!("compilation failed: {}", one_line(&e.to_string())),
+        )
+    })
 }
 
 fn one_line(s: &str) -> String {
@@ -577,6 +606,19 @@ mod tests {
             "{}",
             syntax.message
         );
+        // Hostile sizes are refused before the parser sees them; the deepest nesting
+        // allowed compiles on a thread's default stack.
+        let deep = |n: usize| format!("{}self.size() > 0{}", "(".repeat(n), ")".repeat(n));
+        assert!(err(&deep(64))
+            .message
+            .contains("nested more than 64 levels"));
+        let ok = Rules::compile(&schema(&deep(63)), "s")
+            .map(|_| ())
+            .map_err(|e| e[0].message.clone());
+        assert_eq!(ok, Ok(()));
+        assert!(err(&"1 + ".repeat(5000))
+            .message
+            .contains("may not be more than"));
         // Unbounded list of unbounded strings, each scanned: far over budget.
         let costly = err("self.all(x, self.all(y, x.contains(y)))");
         assert!(
