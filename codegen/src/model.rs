@@ -362,12 +362,18 @@ impl Schema {
     /// The inverse of [`Schema::to_json`] (with field numbers): reads an OpenAPI v3 schema
     /// in the subset CRDs accept. Other keywords are an error naming the path.
     pub fn from_json(v: &serde_json::Value) -> Result<Schema, String> {
-        Self::from_json_at(v, "schema")
+        Self::read_json(v, "schema", false)
     }
 
-    /// [`Schema::from_json`] with errors naming paths under `path` (a CRD's
-    /// `spec.versions[0].schema.openAPIV3Schema`).
+    /// [`Schema::from_json`] for a schema sent to the server (a CRD's, at `path` such as
+    /// `spec.versions[0].schema.openAPIV3Schema`): errors name paths under `path`, and
+    /// each node's location is its field path (line 0), so the validator's diagnostics
+    /// about it name the field.
     pub fn from_json_at(v: &serde_json::Value, path: &str) -> Result<Schema, String> {
+        Self::read_json(v, path, true)
+    }
+
+    fn read_json(v: &serde_json::Value, path: &str, locate: bool) -> Result<Schema, String> {
         use serde_json::Value;
         let obj = v
             .as_object()
@@ -400,10 +406,17 @@ impl Schema {
                 .ok_or_else(|| format!("{path}.{k}: must be a list of schemas"))?;
             list.iter()
                 .enumerate()
-                .map(|(i, s)| Self::from_json_at(s, &format!("{path}.{k}[{i}]")))
+                .map(|(i, s)| Self::read_json(s, &format!("{path}.{k}[{i}]"), locate))
                 .collect()
         };
-        let mut s = Schema::default();
+        let mut s = Schema {
+            location: locate.then(|| Location {
+                file: path.to_string(),
+                line: 0,
+                column: 0,
+            }),
+            ..Schema::default()
+        };
         for (k, v) in obj {
             match k.as_str() {
                 "description" => s.description = Some(string(k, v)?),
@@ -419,13 +432,13 @@ impl Schema {
                     for (name, p) in props {
                         let at = format!("{path}.properties[{name}]");
                         s.properties
-                            .push((name.clone(), Self::from_json_at(p, &at)?));
+                            .push((name.clone(), Self::read_json(p, &at, locate)?));
                     }
                 }
                 "required" => s.required = strings(k, v)?,
                 "items" => {
                     let at = format!("{path}.items");
-                    s.items = Some(Box::new(Self::from_json_at(v, &at)?));
+                    s.items = Some(Box::new(Self::read_json(v, &at, locate)?));
                 }
                 "additionalProperties" => {
                     let at = format!("{path}.additionalProperties");
@@ -435,7 +448,7 @@ impl Schema {
                             ..Schema::default()
                         })),
                         Value::Bool(false) => None,
-                        other => Some(Box::new(Self::from_json_at(other, &at)?)),
+                        other => Some(Box::new(Self::read_json(other, &at, locate)?)),
                     };
                 }
                 "enum" => {
@@ -463,7 +476,7 @@ impl Schema {
                 "oneOf" => s.one_of = schemas(k, v)?,
                 "not" => {
                     let at = format!("{path}.not");
-                    s.not = Some(Box::new(Self::from_json_at(v, &at)?));
+                    s.not = Some(Box::new(Self::read_json(v, &at, locate)?));
                 }
                 "x-kubernetes-validations" => {
                     s.validations =

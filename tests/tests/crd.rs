@@ -113,7 +113,11 @@ fn a_crd_is_served_until_it_is_deleted() {
     );
     let err = s.kubectl_err(&["apply", "-f", typo.to_str().unwrap()]);
     assert!(
-        err.contains("is invalid") && err.contains("unknown type `strin`"),
+        err.contains("is invalid")
+            && err.contains(
+                "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[cronSpec]: "
+            )
+            && err.contains("unknown type `strin`"),
         "{err}"
     );
 

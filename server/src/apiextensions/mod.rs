@@ -220,7 +220,12 @@ pub fn definitions(crd: &Value) -> Result<Vec<ResourceDef>, Vec<StatusCause>> {
                 Some(help) => format!("{} ({help})", d.message),
                 None => d.message,
             };
-            invalid("spec.versions", message)
+            // Schema nodes are located by their field path (line 0); the rest by the CRD.
+            let field = match d.location.line {
+                0 => d.location.file.as_str(),
+                _ => "spec.versions",
+            };
+            invalid(field, message)
         })
         .collect())
 }
