@@ -1,7 +1,8 @@
 //! The Kubernetes CEL libraries rules commonly use, beyond the standard library and
 //! cel-rust's extensions: regex `find`/`findAll`, list `isSorted`/`sum`/`min`/`max`,
-//! `quantity` and `url`.
+//! `quantity`, `url`, `ip` and `cidr`.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use cel::extractors::{Arguments, This};
@@ -45,6 +46,135 @@ pub fn install(ctx: &mut Context) {
     let _ = ctx.add_function("getEscapedPath", |This(u): This<Arc<dyn Opaque>>| {
         part(&u, |u| u.path.clone())
     });
+    let _ = ctx.add_function("ip", ip);
+    let _ = ctx.add_function("isIP", |s: Arc<String>| s.parse::<IpAddr>().is_ok());
+    let _ = ctx.add_function("cidr", cidr);
+    let _ = ctx.add_function("isCIDR", |s: Arc<String>| Cidr::parse(&s).is_some());
+    let _ = ctx.add_function("family", |This(v): This<Arc<dyn Opaque>>| {
+        Ok::<_, ExecutionError>(Value::Int(if ip_of("family", &v)?.is_ipv4() {
+            4
+        } else {
+            6
+        }))
+    });
+    let _ = ctx.add_function("isLoopback", |This(v): This<Arc<dyn Opaque>>| {
+        Ok::<_, ExecutionError>(Value::Bool(ip_of("isLoopback", &v)?.is_loopback()))
+    });
+    let _ = ctx.add_function("isUnspecified", |This(v): This<Arc<dyn Opaque>>| {
+        Ok::<_, ExecutionError>(Value::Bool(ip_of("isUnspecified", &v)?.is_unspecified()))
+    });
+    let _ = ctx.add_function("containsIP", contains_ip);
+    let _ = ctx.add_function("containsCIDR", contains_cidr);
+    let _ = ctx.add_function("prefixLength", |This(v): This<Arc<dyn Opaque>>| {
+        Ok::<_, ExecutionError>(Value::Int(i64::from(cidr_of("prefixLength", &v)?.bits)))
+    });
+}
+
+/// An IP address value (`ip('10.0.0.1')`).
+#[derive(Debug, PartialEq, Eq)]
+struct Ip(IpAddr);
+
+impl Opaque for Ip {
+    fn runtime_type_name(&self) -> &str {
+        "net.IP"
+    }
+}
+
+/// A CIDR value (`cidr('10.0.0.0/8')`): an address and a prefix length.
+#[derive(Debug, PartialEq, Eq)]
+struct Cidr {
+    ip: IpAddr,
+    bits: u8,
+}
+
+impl Opaque for Cidr {
+    fn runtime_type_name(&self) -> &str {
+        "net.CIDR"
+    }
+}
+
+impl Cidr {
+    fn parse(s: &str) -> Option<Cidr> {
+        let (ip, bits) = s.split_once('/')?;
+        let ip: IpAddr = ip.parse().ok()?;
+        let bits: u8 = bits.parse().ok()?;
+        let max = if ip.is_ipv4() { 32 } else { 128 };
+        (bits <= max).then_some(Cidr { ip, bits })
+    }
+
+    /// The address as a 128-bit number and the prefix length in that space.
+    fn key(ip: IpAddr) -> (u128, bool) {
+        match ip {
+            IpAddr::V4(v4) => (u128::from(u32::from(v4)), true),
+            IpAddr::V6(v6) => (u128::from(v6), false),
+        }
+    }
+
+    fn contains(&self, ip: IpAddr) -> bool {
+        let (net, v4) = Self::key(self.ip);
+        let (addr, addr_v4) = Self::key(ip);
+        if v4 != addr_v4 {
+            return false;
+        }
+        let width = if v4 { 32 } else { 128 };
+        let shift = width - u32::from(self.bits);
+        shift >= width || (net >> shift) == (addr >> shift)
+    }
+}
+
+fn ip(s: Arc<String>) -> Result<Value> {
+    let ip = s
+        .parse::<IpAddr>()
+        .map_err(|_| error("ip", format!("IP Address {s:?} parse error")))?;
+    Ok(Value::Opaque(Arc::new(Ip(ip))))
+}
+
+fn cidr(s: Arc<String>) -> Result<Value> {
+    let c = Cidr::parse(&s)
+        .ok_or_else(|| error("cidr", format!("network address {s:?} parse error")))?;
+    Ok(Value::Opaque(Arc::new(c)))
+}
+
+fn ip_of(function: &str, v: &Arc<dyn Opaque>) -> Result<IpAddr> {
+    v.downcast_ref::<Ip>()
+        .map(|i| i.0)
+        .ok_or_else(|| error(function, "expects an IP address"))
+}
+
+fn cidr_of<'a>(function: &str, v: &'a Arc<dyn Opaque>) -> Result<&'a Cidr> {
+    v.downcast_ref::<Cidr>()
+        .ok_or_else(|| error(function, "expects a CIDR"))
+}
+
+/// `cidr.containsIP(ip)`, the IP given as an `ip` value or a string.
+fn contains_ip(This(c): This<Arc<dyn Opaque>>, other: Value) -> Result<Value> {
+    let c = cidr_of("containsIP", &c)?;
+    let ip = match &other {
+        Value::String(s) => s
+            .parse::<IpAddr>()
+            .map_err(|_| error("containsIP", format!("IP Address {s:?} parse error")))?,
+        Value::Opaque(o) => ip_of("containsIP", o)?,
+        _ => return Err(error("containsIP", "expects an IP address")),
+    };
+    Ok(Value::Bool(c.contains(ip)))
+}
+
+/// `cidr.containsCIDR(other)`: every address of `other` is in `cidr`.
+fn contains_cidr(This(c): This<Arc<dyn Opaque>>, other: Value) -> Result<Value> {
+    let c = cidr_of("containsCIDR", &c)?;
+    let inner = match &other {
+        Value::String(s) => Cidr::parse(s)
+            .ok_or_else(|| error("containsCIDR", format!("network address {s:?} parse error")))?,
+        Value::Opaque(o) => {
+            let inner = cidr_of("containsCIDR", o)?;
+            Cidr {
+                ip: inner.ip,
+                bits: inner.bits,
+            }
+        }
+        _ => return Err(error("containsCIDR", "expects a CIDR")),
+    };
+    Ok(Value::Bool(inner.bits >= c.bits && c.contains(inner.ip)))
 }
 
 fn error(function: &str, message: impl ToString) -> ExecutionError {
@@ -345,6 +475,12 @@ mod tests {
             "url('https://[::1]:80/x').getPort() == '80'",
             "url('https://example.com/a/b').getEscapedPath() == '/a/b'",
             "url('http://example.com').getScheme() == 'http' && !isURL('not a url')",
+            "isIP('10.0.0.1') && isIP('::1') && !isIP('10.0.0.300')",
+            "ip('10.0.0.1').family() == 4 && ip('::1').family() == 6 && ip('127.0.0.1').isLoopback()",
+            "cidr('10.0.0.0/8').containsIP('10.1.2.3') && !cidr('10.0.0.0/8').containsIP(ip('11.0.0.1'))",
+            "cidr('10.0.0.0/8').containsCIDR('10.1.0.0/16') && !cidr('10.1.0.0/16').containsCIDR('10.0.0.0/8')",
+            "cidr('fd00::/8').containsIP('fd12::1') && cidr('0.0.0.0/0').containsIP('1.2.3.4')",
+            "cidr('192.168.0.0/24').prefixLength() == 24 && isCIDR('10.0.0.0/8') && !isCIDR('10.0.0.0/33')",
         ] {
             assert_eq!(eval(expr), Value::Bool(true), "{expr}");
         }

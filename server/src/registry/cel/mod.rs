@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use cel::common::ast::{EntryExpr, Expr};
+use cel::objects::OptionalValue;
 use cel::{Context, Env, IdedExpr, Program};
 use codegen::model::ValidationRule;
 use serde_json::Value;
@@ -59,6 +60,13 @@ struct Compiled {
     message: Option<Program>,
     /// Uses `oldSelf`: evaluated only on updates where an old value correlates.
     transition: bool,
+}
+
+impl Compiled {
+    /// A transition rule that also runs without an old value, `oldSelf` then empty.
+    fn optional_old_self(&self) -> bool {
+        self.transition && self.rule.optional_old_self == Some(true)
+    }
 }
 
 /// The CEL environment rules compile and run in: the standard library and the
@@ -337,26 +345,43 @@ fn evaluate(
     path: &str,
     causes: &mut Vec<StatusCause>,
 ) {
-    let (Ok(this), old_this) = (cel::to_value(v), old.map(cel::to_value)) else {
+    let (Ok(this), old_this) = (cel::to_value(v), old.map(cel::to_value).transpose()) else {
         return;
     };
-    let mut ctx = Context::with_env(env().clone());
-    library::install(&mut ctx);
-    ctx.add_variable_from_value("self", this);
-    if let Some(Ok(o)) = old_this {
-        ctx.add_variable_from_value("oldSelf", o);
-    }
-    for c in &node.rules {
-        if c.transition && old.is_none() {
-            continue;
+    let Ok(old_this) = old_this else {
+        return;
+    };
+    let context = |old_self: Option<cel::Value>| {
+        let mut ctx = Context::with_env(env().clone());
+        library::install(&mut ctx);
+        ctx.add_variable_from_value("self", this.clone());
+        if let Some(o) = old_self {
+            ctx.add_variable_from_value("oldSelf", o);
         }
+        ctx
+    };
+    let plain = context(old_this.clone());
+    // `optionalOldSelf: true`: oldSelf is an optional, empty when nothing correlates.
+    let optional = node.rules.iter().any(|c| c.optional_old_self()).then(|| {
+        let wrapped = match old_this.clone() {
+            Some(o) => OptionalValue::of(o),
+            None => OptionalValue::none(),
+        };
+        context(Some(cel::Value::Opaque(Arc::new(wrapped))))
+    });
+    for c in &node.rules {
+        let ctx = match (&optional, c.optional_old_self()) {
+            (Some(optional), true) => optional,
+            _ if c.transition && old.is_none() => continue,
+            _ => &plain,
+        };
         let field = match c.rule.field_path.as_deref() {
             Some(fp) => join(path, fp.trim_start_matches('.')),
             None => path.to_string(),
         };
-        let failed = match c.program.execute(&ctx) {
+        let failed = match c.program.execute(ctx) {
             Ok(cel::Value::Bool(true)) => continue,
-            Ok(cel::Value::Bool(false)) => message(c, &ctx),
+            Ok(cel::Value::Bool(false)) => message(c, ctx),
             Ok(other) => format!("rule did not evaluate to a bool: {other:?}"),
             Err(e) => format!("rule evaluation error: {e}"),
         };
@@ -585,6 +610,33 @@ mod tests {
                 "spec.mode: Invalid value: \"string\": mode is immutable",
                 "spec.ports[1]: Invalid value: \"object\": ports only grow",
             ]
+        );
+    }
+
+    #[test]
+    fn optional_old_self_runs_on_create_with_an_empty_old_self() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"size": {"type": "integer"}},
+            "x-kubernetes-validations": [{"rule": "oldSelf.hasValue() ? self.size >= oldSelf.value().size : self.size < 10",
+                "optionalOldSelf": true, "message": "starts under 10, then only grows"}]}}});
+        let msg = |obj: Value, old: Option<Value>| messages(schema.clone(), obj, old);
+        assert!(msg(json!({"spec": {"size": 3}}), None).is_empty());
+        assert_eq!(
+            msg(json!({"spec": {"size": 30}}), None),
+            ["spec: Invalid value: \"object\": starts under 10, then only grows"]
+        );
+        assert!(msg(
+            json!({"spec": {"size": 30}}),
+            Some(json!({"spec": {"size": 3}}))
+        )
+        .is_empty());
+        assert_eq!(
+            msg(
+                json!({"spec": {"size": 2}}),
+                Some(json!({"spec": {"size": 3}}))
+            )
+            .len(),
+            1
         );
     }
 
