@@ -98,6 +98,21 @@ pub struct ServerRunOptions {
     /// trying a definition out (kinds that need typed Rust go through codegen).
     #[arg(long = "definitions-dir", value_name = "DIR")]
     pub definitions_dir: Option<PathBuf>,
+
+    /// The most read-only requests served at once (watches not counted); more get 429
+    /// with Retry-After. 0: no limit.
+    #[arg(long = "max-requests-inflight", default_value_t = 400)]
+    pub max_requests_inflight: usize,
+
+    /// The most mutating requests (create, update, patch, delete) served at once; more
+    /// get 429 with Retry-After. 0: no limit.
+    #[arg(long = "max-mutating-requests-inflight", default_value_t = 200)]
+    pub max_mutating_requests_inflight: usize,
+
+    /// The longest a request may take (watches excepted) before it is answered 504, as a
+    /// duration such as 1m0s or 30s.
+    #[arg(long = "request-timeout", default_value = "1m0s", value_parser = crate::filters::limits::parse_duration)]
+    pub request_timeout: std::time::Duration,
 }
 
 impl ServerRunOptions {
@@ -124,6 +139,9 @@ impl ServerRunOptions {
                 }
             }
             (None, None) => {}
+        }
+        if self.request_timeout.is_zero() {
+            errors.push("--request-timeout must be greater than 0, e.g. 1m0s".into());
         }
         self.validate_etcd(&mut errors);
         if self.data_dir.as_os_str().is_empty() {

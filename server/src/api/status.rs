@@ -126,6 +126,7 @@ pub enum StatusReason {
     UnsupportedMediaType,
     RequestEntityTooLarge,
     Timeout,
+    TooManyRequests,
     InternalError,
     ServiceUnavailable,
 }
@@ -146,6 +147,7 @@ impl StatusReason {
             StatusReason::UnsupportedMediaType => "UnsupportedMediaType",
             StatusReason::RequestEntityTooLarge => "RequestEntityTooLarge",
             StatusReason::Timeout => "Timeout",
+            StatusReason::TooManyRequests => "TooManyRequests",
             StatusReason::InternalError => "InternalError",
             StatusReason::ServiceUnavailable => "ServiceUnavailable",
         }
@@ -414,6 +416,27 @@ impl ApiError {
         Self::new(410, StatusReason::Expired, message)
     }
 
+    /// 429: the server holds as many requests of this kind as it may; retry in a second.
+    pub fn too_many_requests() -> Self {
+        ApiError {
+            details: Some(json!({ "retryAfterSeconds": 1 })),
+            ..Self::new(
+                429,
+                StatusReason::TooManyRequests,
+                "Too many requests, please try again later.",
+            )
+        }
+    }
+
+    /// 504 Timeout: the request did not finish within `--request-timeout`.
+    pub fn request_timeout() -> Self {
+        Self::new(
+            504,
+            StatusReason::Timeout,
+            "Timeout: request did not complete within requested timeout - context deadline exceeded",
+        )
+    }
+
     /// 504 Timeout: a read asked for a revision the store has not reached.
     pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
         ApiError {
@@ -466,8 +489,16 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        HttpResponse::build(self.status_code())
-            .content_type("application/json")
+        let mut resp = HttpResponse::build(self.status_code());
+        // A client told when to retry waits that long (client-go honours Retry-After).
+        if let Some(secs) = self
+            .details
+            .as_ref()
+            .and_then(|d| d["retryAfterSeconds"].as_u64())
+        {
+            resp.insert_header(("Retry-After", secs.to_string()));
+        }
+        resp.content_type("application/json")
             .body(serde_json::to_vec(&self.to_status()).unwrap_or_default())
     }
 }

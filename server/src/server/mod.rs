@@ -114,8 +114,14 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
 
     // 4. The delegation chain inside the request filters.
     let app_state = state.clone();
-    let mut server =
-        HttpServer::new(move || filters::handler_chain(app_state.clone(), openapi.clone()));
+    let limits = web::Data::new(filters::limits::ServingLimits::new(
+        opts.max_requests_inflight,
+        opts.max_mutating_requests_inflight,
+        opts.request_timeout,
+    ));
+    let mut server = HttpServer::new(move || {
+        filters::handler_chain(app_state.clone(), openapi.clone(), limits.clone())
+    });
     if opts.workers > 0 {
         server = server.workers(opts.workers);
     }

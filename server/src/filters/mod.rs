@@ -1,8 +1,10 @@
 //! Request filters, and [`handler_chain`]: the one function that builds the pipeline
 //! (filters, then the delegation chain) and says why its order is what it is.
-//! Authentication, impersonation, max-in-flight and authorization will sit between
-//! request info and the chain, in that order (identity before policy, limits before
-//! work); admission runs inside the handlers, after decoding.
+//! Authentication, impersonation and authorization will sit between request info and the
+//! serving limits, in that order (identity before policy, policy before work); admission
+//! runs inside the handlers, after decoding.
+
+pub mod limits;
 
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
@@ -31,13 +33,16 @@ use crate::{discovery, docs};
 /// 3. [`log_requests`]: outside the error mapping, so it records the status the client
 ///    gets;
 /// 4. [`errors_as_status`]: framework errors (oversized bodies, ...) become `Status`;
-/// 5. the delegation chain: the aggregator (link 1), the non-resource routes and every
+/// 5. [`limits::serving_limits`]: max-in-flight and the request timeout, around the work
+///    itself (its 429 and 504 are logged and are `Status` answers);
+/// 6. the delegation chain: the aggregator (link 1), the non-resource routes and every
 ///    resource the catalog serves (link 2), custom resources (link 3), 404 (link 4).
 ///
 /// actix applies `wrap` inside-out, so the calls below are written innermost first.
 pub fn handler_chain(
     state: web::Data<ApiState>,
     openapi: web::Data<OpenApi>,
+    limits: web::Data<limits::ServingLimits>,
 ) -> App<
     impl ServiceFactory<
         ServiceRequest,
@@ -50,6 +55,7 @@ pub fn handler_chain(
     App::new()
         .app_data(state)
         .app_data(openapi)
+        .app_data(limits)
         .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
         .configure(health::configure)
         .configure(discovery::configure)
@@ -57,6 +63,7 @@ pub fn handler_chain(
         .configure(docs::configure)
         .default_service(web::to(chain::resources))
         .wrap(from_fn(chain::aggregator))
+        .wrap(from_fn(limits::serving_limits))
         .wrap(from_fn(errors_as_status))
         .wrap(from_fn(log_requests))
         .wrap(from_fn(request_info))

@@ -1,0 +1,167 @@
+//! Serving limits: `--request-timeout` answers a request that takes too long with a 504
+//! Status; `--max-mutating-requests-inflight` answers writes beyond the limit with 429
+//! and Retry-After, while reads and watches go on. A request is held open by a client
+//! that sends its headers and then stalls its body, as a slow client would.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use apiserver_tests::{raw_request, TestServer};
+
+/// Sends a POST's headers (announcing a body it never sends), prints `sent`, then prints
+/// whatever the server answers until the connection closes.
+const STALLED_POST: &str = r#"
+import socket, ssl, sys
+tls = ssl.create_default_context(cafile=sys.argv[2])
+conn = tls.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), server_hostname="127.0.0.1")
+conn.sendall(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+             b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n")
+print("sent", flush=True)
+while True:
+    data = conn.recv(65536)
+    if not data:
+        break
+    sys.stdout.write(data.decode(errors="replace"))
+    sys.stdout.flush()
+"#;
+
+/// A client stalled in the middle of a request, killed on drop.
+struct Stalled(Child);
+
+impl Drop for Stalled {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a stalled POST against `s`; returns once its headers are sent.
+fn stall(s: &TestServer) -> (Stalled, BufReader<std::process::ChildStdout>) {
+    let script = s.write_file("stall.py", STALLED_POST);
+    let ca = s.data_dir().join("certs").join("ca.crt");
+    let mut child = Command::new("python3")
+        .arg(&script)
+        .arg(s.port().to_string())
+        .arg(&ca)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("starting python3");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "sent", "the stalled client could not connect");
+    (Stalled(child), out)
+}
+
+#[test]
+fn a_request_over_the_timeout_is_a_504_status() {
+    let s = TestServer::start_with_flags(&["--request-timeout=1s"]);
+    let start = Instant::now();
+    let (_client, mut out) = stall(&s);
+    let mut answer = String::new();
+    while !answer.contains("\"kind\":\"Status\"") {
+        let mut line = String::new();
+        if out.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        answer.push_str(&line);
+    }
+    assert!(answer.starts_with("HTTP/1.1 504"), "{answer}");
+    assert!(
+        answer.contains(r#""reason":"Timeout""#)
+            && answer.contains("request did not complete within requested timeout"),
+        "{answer}"
+    );
+    assert!(
+        start.elapsed() >= Duration::from_secs(1),
+        "not before the timeout"
+    );
+}
+
+/// Creates one ConfigMap with a client that does not retry (client-go and kube-rs retry
+/// a 429 after its Retry-After); prints the status, the Retry-After header and the body.
+const CREATE_ONCE: &str = r#"
+import http.client, ssl, sys
+conn = http.client.HTTPSConnection("127.0.0.1", int(sys.argv[1]), context=ssl.create_default_context(cafile=sys.argv[2]))
+conn.request("POST", "/api/v1/namespaces/default/configmaps",
+             body='{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"once-"}}',
+             headers={"Content-Type": "application/json"})
+r = conn.getresponse()
+print(r.status)
+print(r.getheader("Retry-After"))
+print(r.read().decode())
+"#;
+
+/// One create without retries: status, Retry-After and body.
+fn create_once(s: &TestServer) -> (u16, String, serde_json::Value) {
+    let script = s.write_file("create_once.py", CREATE_ONCE);
+    let ca = s.data_dir().join("certs").join("ca.crt");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(s.port().to_string())
+        .arg(&ca)
+        .output()
+        .expect("running python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = text.lines();
+    let status = lines.next().unwrap_or_default().parse().unwrap_or(0);
+    let retry_after = lines.next().unwrap_or_default().to_string();
+    let body = serde_json::from_str(lines.next().unwrap_or_default()).unwrap_or_default();
+    (status, retry_after, body)
+}
+
+#[test]
+fn writes_over_the_in_flight_limit_get_429_and_reads_go_on() {
+    let s = TestServer::start_with_flags(&["--max-mutating-requests-inflight=1"]);
+    assert_eq!(create_once(&s).0, 201, "one write at a time is allowed");
+
+    // A stalled write holds the one slot once the server has read its headers; a write
+    // of ours that gets there first takes it instead (and the stalled one is refused):
+    // then start over.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (stalled, refused) = loop {
+        let stalled = stall(&s);
+        let (status, retry_after, body) = create_once(&s);
+        if status == 429 {
+            break (stalled, (retry_after, body));
+        }
+        assert_eq!(status, 201, "{body}");
+        assert!(Instant::now() < deadline, "no 429 while a write was held");
+    };
+    let (retry_after, body) = refused;
+    assert_eq!(retry_after, "1");
+    assert_eq!(body["reason"], "TooManyRequests", "{body}");
+    assert_eq!(
+        body["message"],
+        "Too many requests, please try again later."
+    );
+    assert_eq!(body["details"]["retryAfterSeconds"], 1);
+
+    // Reads have slots of their own; watches take none.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let c = rt.block_on(s.client());
+    let get = |path: &str| rt.block_on(raw_request(&c, "GET", path, None, ""));
+    let read = get("/api/v1/namespaces/default/configmaps");
+    assert_eq!(read.status, 200, "{}", read.text);
+    let watched =
+        get("/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0&timeoutSeconds=1");
+    assert_eq!(watched.status, 200, "{}", watched.text);
+
+    // kube-rs retries a 429 after its Retry-After: once the stalled client goes, its write
+    // goes through.
+    drop(stalled);
+    let created = rt.block_on(raw_request(
+        &c,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some("application/json"),
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"after"}}"#,
+    ));
+    assert_eq!(created.status, 201, "{}", created.text);
+}
