@@ -3,7 +3,9 @@
 //! connection as client-go, or an HTTP/1.1 pool) and reports throughput, latency
 //! percentiles, error counts, resident memory and start-to-ready times as markdown
 //! tables. `raw` is the engine baseline (durable redb transactions on the same disk);
-//! `storage` measures the `Storage` trait of both backends next to their raw engines.
+//! `storage` measures the `Storage` trait of both backends next to their raw engines;
+//! `crds` what CustomResourceDefinitions cost (install latency, memory, start-up, custom
+//! objects next to ConfigMaps).
 //!
 //! The `loadgen` binary is the command-line front end; BENCHMARKS.md at the repository
 //! root has the commands and the latest figures. Traffic only ever goes to loopback
@@ -12,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod client;
+pub mod crds;
 pub mod kubeconfig;
 pub mod metrics;
 pub mod raw;

@@ -1,12 +1,14 @@
 //! `loadgen`: benchmarks the apiserver binary (or the server of a kubeconfig) and prints
 //! markdown tables; `loadgen raw-redb` measures the raw engine baseline; `loadgen storage`
-//! the storage layer of both backends next to their raw engines.
+//! the storage layer of both backends next to their raw engines; `loadgen crds` what
+//! CustomResourceDefinitions cost.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use apiserver_loadgen::client::Protocol;
+use apiserver_loadgen::crds::{self, CrdOptions, CrdSelection};
 use apiserver_loadgen::metrics::{median_rows, table};
 use apiserver_loadgen::raw::{self, RawOptions};
 use apiserver_loadgen::scenarios::Settings;
@@ -37,6 +39,69 @@ enum Command {
     /// raw etcd-client calls to the same etcd (which it starts), plus memory and disk per
     /// stored object.
     Storage(StorageArgs),
+    /// CustomResourceDefinitions against the started server binary: time from a CRD's
+    /// create to Established and to its kind being served, memory per installed CRD,
+    /// start-up with CRDs installed, and custom objects next to ConfigMaps.
+    Crds(CrdArgs),
+}
+
+#[derive(Args)]
+struct CrdArgs {
+    /// The apiserver binary, started on fresh temporary data directories.
+    #[arg(long, value_name = "PATH")]
+    server_bin: PathBuf,
+    /// An extra flag for the started server (repeat for more).
+    #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
+    server_args: Vec<String>,
+    /// Directory for temporary data directories (default: the system temp directory).
+    #[arg(long, value_name = "DIR")]
+    data_root: Option<PathBuf>,
+    /// Use a pool of HTTP/1.1 connections instead of one HTTP/2 connection.
+    #[arg(long)]
+    http1: bool,
+    /// Repeat everything this many times; tables show medians.
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
+    /// Installed-CRD counts at which memory and start-up are measured (CRDs are created
+    /// one at a time up to each in turn).
+    #[arg(long, value_delimiter = ',', default_value = "1,100,1000")]
+    crds: Vec<u64>,
+    /// Seconds one CRD may take to be Established and served.
+    #[arg(long, default_value_t = 30.0)]
+    establish_timeout: f64,
+    /// Milliseconds between polls of a kind's collection that is not served yet.
+    #[arg(long, default_value_t = 1.0)]
+    poll_ms: f64,
+    /// Objects per kind and concurrency level in the ConfigMap comparison.
+    #[arg(long, default_value_t = 5000)]
+    objects: u64,
+    /// Concurrency levels of the ConfigMap comparison.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
+    concurrency: Vec<usize>,
+    /// Approximate size of each object's JSON, bytes (both kinds).
+    #[arg(long, default_value_t = 1024)]
+    object_size: usize,
+    /// Seconds each GET level and each LIST of the comparison runs at most.
+    #[arg(long, default_value_t = 5.0)]
+    duration: f64,
+    /// LIST requests per kind at most.
+    #[arg(long, default_value_t = 20)]
+    list_requests: u64,
+    /// Seconds a create level may run before stopping short of --objects.
+    #[arg(long, default_value_t = 600.0)]
+    write_time: f64,
+    /// Timeout of one request, seconds.
+    #[arg(long, default_value_t = 300.0)]
+    timeout: f64,
+    /// Parts to leave out: install (latency and memory), startup, compare.
+    #[arg(long, value_delimiter = ',')]
+    skip: Vec<String>,
+    /// Worker threads of the load generator's runtime (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Also write the markdown report to this file.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -189,6 +254,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::RawRedb(args)) => run_raw(args),
         Some(Command::Storage(args)) => run_storage(args),
+        Some(Command::Crds(args)) => run_crds(args),
         None => run_suite(cli.suite),
     };
     match result {
@@ -340,6 +406,47 @@ fn run_suite(a: SuiteArgs) -> anyhow::Result<ExitCode> {
         rt.worker_threads(t.max(1));
     }
     let report = rt.build()?.block_on(suite::run(&opts))?;
+    finish(&report.markdown(), report.error_count(), a.output)
+}
+
+fn run_crds(a: CrdArgs) -> anyhow::Result<ExitCode> {
+    let known = ["install", "startup", "compare"];
+    if let Some(bad) = a.skip.iter().find(|s| !known.contains(&s.as_str())) {
+        anyhow::bail!("--skip {bad}: expected one of {}", known.join(", "));
+    }
+    let skip = |s: &str| a.skip.iter().any(|x| x == s);
+    let opts = CrdOptions {
+        server_bin: a.server_bin,
+        server_args: a.server_args,
+        data_root: a.data_root,
+        protocol: if a.http1 {
+            Protocol::Http1
+        } else {
+            Protocol::Http2
+        },
+        request_timeout: Duration::from_secs_f64(a.timeout),
+        runs: a.runs,
+        steps: a.crds,
+        establish_timeout: Duration::from_secs_f64(a.establish_timeout),
+        poll_interval: Duration::from_secs_f64(a.poll_ms / 1000.0),
+        objects: a.objects,
+        concurrency: a.concurrency,
+        object_size: a.object_size,
+        duration: Duration::from_secs_f64(a.duration),
+        list_requests: a.list_requests,
+        write_time: Duration::from_secs_f64(a.write_time),
+        selection: CrdSelection {
+            install: !skip("install"),
+            startup: !skip("startup"),
+            compare: !skip("compare"),
+        },
+    };
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.enable_all();
+    if let Some(t) = a.threads {
+        rt.worker_threads(t.max(1));
+    }
+    let report = rt.build()?.block_on(crds::run(&opts))?;
     finish(&report.markdown(), report.error_count(), a.output)
 }
 

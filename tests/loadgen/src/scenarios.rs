@@ -1,5 +1,5 @@
-//! The scenarios: each drives one kind of traffic against a namespace of ConfigMaps and
-//! returns a table [`Row`].
+//! The scenarios: each drives one kind of traffic against a namespace of ConfigMaps (or,
+//! for create, get and list, any collection: [`Objects`]) and returns a table [`Row`].
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -98,19 +98,51 @@ pub fn collection(ns: &str) -> String {
 
 /// The JSON of ConfigMap `name` padded to about `size` bytes.
 pub fn configmap(name: &str, i: u64, size: usize) -> Bytes {
-    let mut obj = json!({
+    let obj = json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": { "name": name, "labels": { "app": "loadgen", "shard": (i % 16).to_string() } },
         "data": { "payload": "" },
     });
+    padded(obj, "data", i, size)
+}
+
+/// `obj` with the string `obj[field]["payload"]` grown until its JSON is about `size`
+/// bytes, so that objects of different kinds can be compared at the same size.
+pub fn padded(mut obj: serde_json::Value, field: &str, i: u64, size: usize) -> Bytes {
     let base = serde_json::to_vec(&obj).map(|v| v.len()).unwrap_or(0);
     let pad = size.saturating_sub(base);
     let text: String = (0..pad)
         .map(|k| char::from(b'a' + ((k as u64 + i) % 26) as u8))
         .collect();
-    obj["data"]["payload"] = json!(text);
+    obj[field]["payload"] = json!(text);
     Bytes::from(serde_json::to_vec(&obj).unwrap_or_default())
+}
+
+/// Builds the JSON of object `name`, the `i`th, of about `size` bytes.
+pub type BodyFn = Arc<dyn Fn(&str, u64, usize) -> Bytes + Send + Sync>;
+
+/// What the create, get and list scenarios work on: a collection and how to build its
+/// objects. The ConfigMap one is what the suite uses; `loadgen crds` passes a custom kind.
+#[derive(Clone)]
+pub struct Objects {
+    /// The kind, for scenario names (`ConfigMap`).
+    pub kind: String,
+    /// The collection's path.
+    pub collection: String,
+    /// The objects' JSON.
+    pub body: BodyFn,
+}
+
+impl Objects {
+    /// ConfigMaps of namespace `ns`.
+    pub fn configmaps(ns: &str) -> Objects {
+        Objects {
+            kind: "ConfigMap".into(),
+            collection: collection(ns),
+            body: Arc::new(configmap),
+        }
+    }
 }
 
 /// How a request ended, with a description when it failed.
@@ -254,12 +286,29 @@ pub async fn create(
     size: usize,
     max_time: Duration,
 ) -> Row {
-    let scenario = format!("create ConfigMap (~{} B)", size);
-    let (c, path) = (client.clone(), collection(ns));
+    let objects = Objects::configmaps(ns);
+    create_objects(client, &objects, count, concurrency, size, max_time).await
+}
+
+/// As [`create`], for any [`Objects`].
+pub async fn create_objects(
+    client: &Client,
+    objects: &Objects,
+    count: u64,
+    concurrency: usize,
+    size: usize,
+    max_time: Duration,
+) -> Row {
+    let scenario = format!("create {} (~{} B)", objects.kind, size);
+    let (c, path, make) = (
+        client.clone(),
+        objects.collection.clone(),
+        objects.body.clone(),
+    );
     let (rec, elapsed) = drive(concurrency, count, max_time, move |i| {
-        let (c, path) = (c.clone(), path.clone());
+        let (c, path, make) = (c.clone(), path.clone(), make.clone());
         async move {
-            let body = configmap(&object_name(i), i, size);
+            let body = make(&object_name(i), i, size);
             judge(&c.send(Method::POST, &path, JSON, Some(JSON), body).await)
         }
     })
@@ -276,8 +325,26 @@ pub async fn get(
     concurrency: usize,
     duration: Duration,
 ) -> Row {
-    let scenario = "get random ConfigMap";
-    let (c, path) = (client.clone(), collection(ns));
+    get_objects(
+        client,
+        &Objects::configmaps(ns),
+        count,
+        concurrency,
+        duration,
+    )
+    .await
+}
+
+/// As [`get`], for any [`Objects`].
+pub async fn get_objects(
+    client: &Client,
+    objects: &Objects,
+    count: u64,
+    concurrency: usize,
+    duration: Duration,
+) -> Row {
+    let scenario = format!("get random {}", objects.kind);
+    let (c, path) = (client.clone(), objects.collection.clone());
     let (rec, elapsed) = drive(concurrency, u64::MAX, duration, move |i| {
         let (c, path) = (c.clone(), path.clone());
         async move {
@@ -286,8 +353,8 @@ pub async fn get(
         }
     })
     .await;
-    report_samples(scenario, &rec);
-    rec.row(scenario, concurrency, rec.count(), elapsed)
+    report_samples(&scenario, &rec);
+    rec.row(&scenario, concurrency, rec.count(), elapsed)
 }
 
 #[derive(Deserialize)]
@@ -334,12 +401,26 @@ pub async fn list(
     requests: u64,
     duration: Duration,
 ) -> Row {
+    let path = collection(ns);
+    list_objects(client, &path, count, kind, concurrency, requests, duration).await
+}
+
+/// As [`list`], for the collection at `path` (of any kind).
+pub async fn list_objects(
+    client: &Client,
+    path: &str,
+    count: u64,
+    kind: ListKind,
+    concurrency: usize,
+    requests: u64,
+    duration: Duration,
+) -> Row {
     let scenario = match kind {
         ListKind::Json => format!("list {count} (JSON)"),
         ListKind::Table => format!("list {count} (Table)"),
         ListKind::Paginated(l) => format!("list {count} paginated limit={l} (whole walk)"),
     };
-    let (c, path) = (client.clone(), collection(ns));
+    let (c, path) = (client.clone(), path.to_string());
     let (rec, elapsed) = drive_timed(concurrency, requests, duration, move |_| {
         let (c, path) = (c.clone(), path.clone());
         async move {
@@ -522,14 +603,19 @@ pub async fn delete_collection(client: &Client, ns: &str, count: u64) -> Row {
 
 /// The collection's current resourceVersion (from a one-item list).
 pub async fn collection_revision(client: &Client, ns: &str) -> Result<String> {
-    let r = client.get(&format!("{}?limit=1", collection(ns))).await?;
+    list_revision(client, &collection(ns)).await
+}
+
+/// The current resourceVersion of the collection at `path` (from a one-item list).
+pub async fn list_revision(client: &Client, path: &str) -> Result<String> {
+    let r = client.get(&format!("{path}?limit=1")).await?;
     if r.status != 200 {
-        bail!("listing {ns}: HTTP {}", r.status);
+        bail!("listing {path}: HTTP {}", r.status);
     }
     parse_list(&r.body)?
         .metadata
         .resource_version
-        .ok_or_else(|| anyhow!("the list of {ns} has no resourceVersion"))
+        .ok_or_else(|| anyhow!("the list of {path} has no resourceVersion"))
 }
 
 /// Opens `n` watches of `ns`'s ConfigMaps from `rv`, `per_connection` to a connection

@@ -135,3 +135,45 @@ async fn storage_mode_measures_both_backends_and_their_raw_engines() {
         assert!(md.contains(want), "no ratio row {want:?} in:\n{md}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crd_mode_runs_every_part() {
+    use apiserver_loadgen::crds::{self, CrdOptions, CrdSelection};
+    let opts = CrdOptions {
+        server_bin: apiserver_tests::server_binary().to_path_buf(),
+        server_args: Vec::new(),
+        data_root: None,
+        protocol: Protocol::Http2,
+        request_timeout: Duration::from_secs(60),
+        runs: 1,
+        steps: vec![1, 3],
+        establish_timeout: Duration::from_secs(30),
+        poll_interval: Duration::from_millis(1),
+        objects: 10,
+        concurrency: vec![1, 4],
+        object_size: 1024,
+        duration: Duration::from_millis(200),
+        list_requests: 2,
+        write_time: Duration::from_secs(60),
+        selection: CrdSelection::default(),
+    };
+    let report = crds::run(&opts).await.expect("the CRD benchmark");
+    let md = report.markdown();
+    println!("{md}");
+    assert_eq!(report.error_count(), 0, "failures in:\n{md}");
+    for want in [
+        "CRD create until Established=True (CRDs 2–3)",
+        "CRD create until its collection GET 200 (CRD 1)",
+        "| 3 | ",
+        "| create (~1024 B) | 4 |",
+        "| get random | 4 |",
+        "| list 10 (JSON) | 1 |",
+    ] {
+        assert!(md.contains(want), "no {want:?} in:\n{md}");
+    }
+    let startup = report.startup_medians();
+    assert_eq!(
+        startup.iter().map(|p| p.crds).collect::<Vec<_>>(),
+        [0, 1, 3]
+    );
+}
