@@ -721,3 +721,25 @@ fn a_multi_version_crd_serves_each_object_in_every_served_version() {
         got.text
     );
 }
+
+#[test]
+fn after_a_restart_installed_kinds_are_served_once_the_server_is_ready() {
+    let mut s = TestServer::start();
+    let crd = s.write_file("crd.yaml", CRONTABS_CRD);
+    install_crd(&s, &crd, "crontabs.stable.example.com");
+    let ct = s.write_file("ct.yaml", CRONTAB);
+    s.kubectl_ok(&["apply", "-f", ct.to_str().unwrap()]);
+    s.restart();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let c = rt.block_on(s.client());
+    let get = |path: &str| rt.block_on(raw_request(&c, "GET", path, None, ""));
+    // Ready means every stored CRD is served: the first read after it finds the kind.
+    eventually("/readyz answers 200", || get("/readyz").status == 200);
+    let found = get("/apis/stable.example.com/v1/namespaces/default/crontabs/nightly");
+    assert_eq!(found.status, 200, "{}", found.text);
+    let verbose = get("/readyz?verbose").text;
+    assert!(
+        verbose.contains("[+]poststarthook/crd-informer-synced ok"),
+        "{verbose}"
+    );
+}

@@ -10,6 +10,7 @@
 //! and it disappears (as kube-apiserver's finalizer controller does).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,16 +44,22 @@ struct Installed {
 
 /// Runs the controller until the process ends: a pass over every definition whenever
 /// one changes (as an informer's event handler would), and at least every [`RESYNC`].
-pub fn spawn(catalog: Arc<Catalog>, store: Store) {
+/// `synced` is set after the first pass (readiness waits for it).
+pub fn spawn(catalog: Arc<Catalog>, store: Store, synced: Arc<AtomicBool>) {
     tokio::spawn(async move {
         let mut served: BTreeMap<String, Installed> = BTreeMap::new();
         loop {
             let Some(crds) = catalog.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
             else {
+                // No CRD kind, nothing to wait for.
+                synced.store(true, Ordering::Release);
                 return;
             };
             let seen = match sync(&catalog, &store, &crds, &mut served).await {
-                Ok(revision) => revision,
+                Ok(revision) => {
+                    synced.store(true, Ordering::Release);
+                    revision
+                }
                 Err(e) => {
                     tracing::warn!("customresourcedefinition controller: {e}");
                     None

@@ -106,4 +106,6 @@ pub struct ApiState {
     pub store: Store,
     /// The backend under the store, for health checks.
     pub storage: Arc<dyn Storage>,
+    /// Set once the CRD controller has served every stored definition (a readiness check).
+    pub crds_synced: Arc<std::sync::atomic::AtomicBool>,
 }

@@ -63,7 +63,21 @@ async fn livez(req: HttpRequest) -> HttpResponse {
 
 async fn readyz(req: HttpRequest, state: web::Data<ApiState>) -> HttpResponse {
     let storage = storage_check(&state).await;
-    report(&req, "readyz", &[("ping", Ok(())), ("etcd", storage)])
+    // Not ready before the stored CRDs are served, as kube-apiserver waits for its CRD
+    // informer: a client that sees ready finds every installed kind.
+    let crds = match state.crds_synced.load(std::sync::atomic::Ordering::Acquire) {
+        true => Ok(()),
+        false => Err("not finished".to_string()),
+    };
+    report(
+        &req,
+        "readyz",
+        &[
+            ("ping", Ok(())),
+            ("etcd", storage),
+            ("poststarthook/crd-informer-synced", crds),
+        ],
+    )
 }
 
 async fn version() -> HttpResponse {

@@ -103,10 +103,15 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         catalog: catalog.clone(),
         store,
         storage,
+        crds_synced: Default::default(),
     });
     bootstrap(&state).await?;
     crate::controllers::namespace::spawn(catalog.clone(), state.store.clone());
-    crate::controllers::crd::spawn(catalog.clone(), state.store.clone());
+    crate::controllers::crd::spawn(
+        catalog.clone(),
+        state.store.clone(),
+        state.crds_synced.clone(),
+    );
     if let Some(dir) = &opts.definitions_dir {
         crate::controllers::definitions::spawn(catalog.clone(), dir.clone());
     }

@@ -541,6 +541,33 @@ pub async fn watch_reports_progress(f: &dyn Factory) {
     );
 }
 
+/// A watch that starts behind the store's revision, on a prefix where nothing changed
+/// since, can tell that it is current with no further write: a watch cache made for a
+/// new resource on a quiet store must be able to answer a consistent read.
+pub async fn watch_started_behind_reports_progress(f: &dyn Factory) {
+    let s = f.open().await;
+    let start = s.current_revision().await.unwrap();
+    let elsewhere = s.create("/registry/busy/k", b("v")).await.unwrap();
+    let mut w = s.watch("/registry/quiet/", start).await.unwrap();
+    if !s.reports_progress() {
+        return;
+    }
+    let deadline = tokio::time::Instant::now() + EVENT_WAIT;
+    loop {
+        w.request_progress();
+        let item = tokio::time::timeout(Duration::from_millis(200), w.recv_item()).await;
+        match item {
+            Ok(Some(Ok(WatchItem::Progress(r)))) if r >= elsewhere => break,
+            Ok(Some(Ok(WatchItem::Progress(_)))) | Err(_) => {}
+            Ok(other) => panic!("the watch of a quiet prefix delivered {other:?}"),
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no progress to revision {elsewhere} within {EVENT_WAIT:?}"
+        );
+    }
+}
+
 /// A list at a past revision sees the keys as they were then (values, revisions, keys
 /// deleted since, none created since), in pages; before compaction only.
 pub async fn list_at_a_past_revision(f: &dyn Factory) {
@@ -605,7 +632,8 @@ macro_rules! conformance_tests {
             concurrent_creates_one_wins,
             delete_races_update,
             concurrent_writes_are_ordered_for_watchers,
-            watch_reports_progress
+            watch_reports_progress,
+            watch_started_behind_reports_progress
         );
     };
     (@each $factory:expr; $($name:ident),*) => {

@@ -130,6 +130,9 @@ impl EventLog {
             .collect();
         // Subscribe while holding the lock so nothing falls between backlog and live events.
         let mut live = self.tx.subscribe();
+        // How far the store is now: changes elsewhere in the backlog move the watch on too,
+        // or a quiet store would never tell a watch cache it is current.
+        let latest = inner.latest;
         drop(inner);
 
         let (tx, rx) = mpsc::channel(WATCHER_BUFFER);
@@ -139,6 +142,12 @@ impl EventLog {
             for e in backlog {
                 last = e.revision;
                 if tx.send(Ok(WatchItem::Event(e))).await.is_err() {
+                    return;
+                }
+            }
+            if latest > last {
+                last = latest;
+                if tx.send(Ok(WatchItem::Progress(last))).await.is_err() {
                     return;
                 }
             }
