@@ -190,6 +190,18 @@ fn a_crd_is_served_until_it_is_deleted() {
         status("/apis/stable.example.com/v1/namespaces/default/crontabs"),
         404
     );
+    // The short name it held is free now: the definition that wanted it is served.
+    s.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/timers.stable.example.com",
+        "--timeout=10s",
+    ]);
+    assert_eq!(
+        status("/apis/stable.example.com/v1/namespaces/default/timers"),
+        200
+    );
+    s.kubectl_ok(&["delete", "crd", "timers.stable.example.com"]);
     install_crd(&s, &crd, "crontabs.stable.example.com");
     let left = rt.block_on(raw_request(
         &c,

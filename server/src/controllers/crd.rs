@@ -24,8 +24,8 @@ use crate::catalog::{ApiResource, Catalog, RegisterError};
 use crate::registry::store::{Store, Target, WatchStart, WriteContext};
 use crate::registry::strategy::CRD_CLEANUP_FINALIZER;
 
-/// How often definitions are looked at again when none changes (objects of a deleted
-/// definition that wait for their own finalizers are looked at this often).
+/// How often every definition is looked at again, whatever changed (a name freed by
+/// another definition, objects of a deleted definition whose own finalizers finished).
 const RESYNC: Duration = Duration::from_secs(1);
 
 /// The field manager of the status this controller writes.
@@ -34,6 +34,9 @@ const MANAGER: &str = "apiextensions-apiserver";
 /// What one definition registered, and for which generation of its spec.
 struct Installed {
     generation: i64,
+    /// The resourceVersion last reconciled: a resync skips a served definition still at
+    /// it.
+    reconciled: String,
     /// Served as a definition being deleted (no creates).
     terminating: bool,
     /// `(group, version, plural)` of each registered entry.
@@ -42,9 +45,11 @@ struct Installed {
     status: Value,
 }
 
-/// Runs the controller until the process ends: a pass over every definition whenever
-/// one changes (as an informer's event handler would), and at least every [`RESYNC`].
-/// `synced` is set after the first pass (readiness waits for it).
+/// Runs the controller until the process ends: a pass over every definition at start
+/// and every [`RESYNC`], and in between each changed definition on its own as the watch
+/// brings it (as an informer's event handler would), so a change costs the same whatever
+/// the number of definitions. `synced` is set after the first pass (readiness waits for
+/// it).
 pub fn spawn(catalog: Arc<Catalog>, store: Store, synced: Arc<AtomicBool>) {
     tokio::spawn(async move {
         let mut served: BTreeMap<String, Installed> = BTreeMap::new();
@@ -65,17 +70,25 @@ pub fn spawn(catalog: Arc<Catalog>, store: Store, synced: Arc<AtomicBool>) {
                     None
                 }
             };
-            next_change(&store, crds, seen).await;
+            follow(&catalog, &store, crds, &mut served, seen).await;
         }
     });
 }
 
-/// Returns when a definition changed after revision `seen`, or after [`RESYNC`].
-async fn next_change(store: &Store, crds: Arc<ApiResource>, seen: Option<u64>) {
+/// Reconciles each definition that changes after revision `seen`, until [`RESYNC`] is
+/// up or the watch ends.
+async fn follow(
+    catalog: &Catalog,
+    store: &Store,
+    crds: Arc<ApiResource>,
+    served: &mut BTreeMap<String, Installed>,
+    seen: Option<u64>,
+) {
+    let until = tokio::time::Instant::now() + RESYNC;
     let watch = match seen {
         Some(rev) => store
             .watch(
-                crds,
+                crds.clone(),
                 None,
                 WatchStart::After(rev),
                 LabelSelector::default(),
@@ -85,15 +98,36 @@ async fn next_change(store: &Store, crds: Arc<ApiResource>, seen: Option<u64>) {
             .ok(),
         None => None,
     };
-    match watch {
-        Some(mut w) => {
-            let _ = tokio::time::timeout(RESYNC, w.next()).await;
+    let Some(mut w) = watch else {
+        tokio::time::sleep_until(until).await;
+        return;
+    };
+    while let Ok(Some(Ok(event))) = tokio::time::timeout_at(until, w.next()).await {
+        let Ok(e) = event.object_event(&crds) else {
+            return;
+        };
+        let result = match e.type_ {
+            "DELETED" => {
+                forget(catalog, served, &e.object);
+                Ok(())
+            }
+            _ => reconcile(catalog, store, &crds, served, &e.object).await,
+        };
+        if let Err(why) = result {
+            tracing::warn!("customresourcedefinition controller: {why}");
         }
-        None => tokio::time::sleep(RESYNC).await,
     }
 }
 
-/// One pass; the revision of the definitions it saw.
+/// Stops serving what a definition that is gone registered.
+fn forget(catalog: &Catalog, served: &mut BTreeMap<String, Installed>, crd: &Value) {
+    let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+    if let Some(s) = served.remove(name) {
+        unregister(catalog, &s.entries);
+    }
+}
+
+/// One pass over every definition; the revision of the definitions it saw.
 async fn sync(
     catalog: &Catalog,
     store: &Store,
@@ -104,15 +138,15 @@ async fn sync(
         .list(crds, None, &from_cache())
         .await
         .map_err(|e| e.to_string())?;
-    let names: Vec<String> = list
+    let names: std::collections::BTreeSet<&str> = list
         .items
         .iter()
-        .filter_map(|c| c["metadata"]["name"].as_str().map(str::to_string))
+        .filter_map(|c| c["metadata"]["name"].as_str())
         .collect();
     // Definitions that are gone stop being served.
     let gone: Vec<String> = served
         .keys()
-        .filter(|n| !names.contains(n))
+        .filter(|n| !names.contains(n.as_str()))
         .cloned()
         .collect();
     for name in gone {
@@ -121,49 +155,77 @@ async fn sync(
         }
     }
     for crd in &list.items {
-        let name = crd["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let generation = crd["metadata"]["generation"].as_i64().unwrap_or(0);
-        let terminating = !crd["metadata"]["deletionTimestamp"].is_null();
-        let current = served.get(&name);
-        if current.is_none_or(|s| s.generation != generation || s.terminating != terminating) {
-            if let Some(old) = served.remove(&name) {
-                unregister(catalog, &old.entries);
-            }
-            let (entries, status) = serve(catalog, crd, terminating);
-            served.insert(
-                name.clone(),
-                Installed {
-                    generation,
-                    terminating,
-                    entries,
-                    status,
-                },
-            );
+        reconcile(catalog, store, crds, served, crd).await?;
+    }
+    Ok(list.resource_version.parse().ok())
+}
+
+/// Brings one definition's entries and status to what it says.
+async fn reconcile(
+    catalog: &Catalog,
+    store: &Store,
+    crds: &ApiResource,
+    served: &mut BTreeMap<String, Installed>,
+    crd: &Value,
+) -> Result<(), String> {
+    let name = crd["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let generation = crd["metadata"]["generation"].as_i64().unwrap_or(0);
+    let terminating = !crd["metadata"]["deletionTimestamp"].is_null();
+    let rv = crd["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default();
+    let current = served.get(&name);
+    // Unchanged and served: nothing to do. One not served (a name taken) is looked at on
+    // every pass, as the name may have been freed.
+    if !terminating && current.is_some_and(|s| s.reconciled == rv && !s.entries.is_empty()) {
+        return Ok(());
+    }
+    let stale = |s: &Installed| {
+        s.generation != generation || s.terminating != terminating || s.entries.is_empty()
+    };
+    if current.is_none_or(stale) {
+        if let Some(old) = served.remove(&name) {
+            unregister(catalog, &old.entries);
         }
-        if terminating {
-            clean_up(store, crds, crd).await?;
-            continue;
-        }
-        let want = &served[&name].status;
-        if !same_status(&crd["status"], want) {
-            let mut updated = crd.clone();
-            updated["status"] = with_transition_times(&crd["status"], want);
-            // A conflict (someone wrote meanwhile) is retried on the next pass.
-            let ctx = WriteContext::new(MANAGER);
-            if let Err(e) = store
-                .update(crds, None, &name, updated, Target::Status, &ctx)
-                .await
-            {
-                if !e.is_conflict() {
-                    return Err(e.to_string());
-                }
+        let (entries, status) = serve(catalog, crd, terminating);
+        served.insert(
+            name.clone(),
+            Installed {
+                generation,
+                reconciled: String::new(),
+                terminating,
+                entries,
+                status,
+            },
+        );
+    }
+    if terminating {
+        return clean_up(store, crds, crd).await;
+    }
+    let Some(installed) = served.get_mut(&name) else {
+        return Ok(());
+    };
+    let want = &installed.status;
+    if same_status(&crd["status"], want) {
+        installed.reconciled = rv.to_string();
+    } else {
+        let mut updated = crd.clone();
+        updated["status"] = with_transition_times(&crd["status"], want);
+        // A conflict (someone wrote meanwhile) is retried when that write arrives.
+        let ctx = WriteContext::new(MANAGER);
+        if let Err(e) = store
+            .update(crds, None, &name, updated, Target::Status, &ctx)
+            .await
+        {
+            if !e.is_conflict() {
+                return Err(e.to_string());
             }
         }
     }
-    Ok(list.resource_version.parse().ok())
+    Ok(())
 }
 
 /// For a deleted definition: deletes its objects, and once none is left removes the
