@@ -148,13 +148,14 @@ async fn watch_from_a_resource_version_sees_added_modified_deleted_in_order() {
     let start = cms.list(&ListParams::default()).await.unwrap();
     let from = start.metadata.resource_version.clone().unwrap();
 
-    // A live watch, started before the changes.
+    // A live watch, started before the changes. Whenever it gets to the server it sees
+    // every change after `from`; it must only last until they are made (on a loaded
+    // machine that can take a few seconds).
     let live = {
         let c = c.clone();
-        let path = format!("{CONFIGMAPS}?watch=true&resourceVersion={from}&timeoutSeconds=3");
+        let path = format!("{CONFIGMAPS}?watch=true&resourceVersion={from}&timeoutSeconds=8");
         tokio::spawn(async move { raw_request(&c, "GET", &path, None, "").await })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
     cms.create(&PostParams::default(), &configmap("w", &[("v", "1")]))
         .await
         .unwrap();
@@ -170,9 +171,9 @@ async fn watch_from_a_resource_version_sees_added_modified_deleted_in_order() {
     s.kubectl_ok(&["create", "namespace", "elsewhere"]);
     s.kubectl_ok(&["create", "configmap", "w2", "-n", "elsewhere"]);
 
-    let live = tokio::time::timeout(Duration::from_secs(10), live)
+    let live = tokio::time::timeout(Duration::from_secs(30), live)
         .await
-        .expect("a watch with timeoutSeconds=3 must end by itself")
+        .expect("a watch with timeoutSeconds=8 must end by itself")
         .unwrap();
     assert_eq!(live.status, 200, "{}", live.text);
     let events = watch_events(&live.text);
