@@ -156,7 +156,8 @@ pub fn validate(obj: &Value, schema: &Value) -> Vec<StatusCause> {
     causes
 }
 
-fn type_name(v: &Value) -> &'static str {
+/// The OpenAPI type of a JSON value, as validation messages name it.
+pub(crate) fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "boolean",
@@ -168,7 +169,8 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
-fn join(path: &str, key: &str) -> String {
+/// `path.key`, or `key` at the top.
+pub(crate) fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_string()
     } else {

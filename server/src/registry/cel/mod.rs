@@ -17,7 +17,7 @@ use codegen::model::ValidationRule;
 use serde_json::Value;
 
 use crate::api::StatusCause;
-use crate::registry::schema::child_schema;
+use crate::registry::schema::{child_schema, join, type_name};
 
 mod library;
 
@@ -329,14 +329,6 @@ fn validate_node(
     }
 }
 
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
-    }
-}
-
 /// Runs the node's rules with `self` (and `oldSelf`) bound.
 fn evaluate(
     node: &Node,
@@ -409,18 +401,6 @@ fn cause(rule: &ValidationRule, field: &str, v: &Value, message: &str) -> Status
         Some("FieldValueRequired") => StatusCause::required(field, message),
         Some("FieldValueDuplicate") => StatusCause::duplicate(field, message),
         _ => StatusCause::invalid(field, type_name(v), message),
-    }
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
 
