@@ -57,9 +57,10 @@ struct State {
     floor: u64,
     /// The revision `objects` reflect.
     revision: u64,
-    /// Live changes for watchers of the whole resource. Replaced on re-load, which ends
-    /// every watch.
-    events: broadcast::Sender<Arc<StoredEvent>>,
+    /// Live changes for watchers of the whole resource. Created on first watch (its
+    /// buffer is most of what an idle resource costs), dropped when no one listens;
+    /// dropped on re-load, which ends every watch.
+    events: Option<broadcast::Sender<Arc<StoredEvent>>>,
     /// Live changes per namespace, for watchers of one namespace: a change wakes only the
     /// watchers it concerns. Created on first watch, dropped when no one listens.
     by_namespace: HashMap<String, broadcast::Sender<Arc<StoredEvent>>>,
@@ -96,7 +97,7 @@ impl Cacher {
                 history: VecDeque::new(),
                 floor: 0,
                 revision: 0,
-                events: broadcast::channel(WATCHER_BUFFER).0,
+                events: None,
                 by_namespace: HashMap::new(),
             }),
             progress: watch::channel(None).0,
@@ -225,7 +226,10 @@ impl Cacher {
                 .entry(ns.to_string())
                 .or_insert_with(|| broadcast::channel(NAMESPACE_WATCHER_BUFFER).0)
                 .subscribe(),
-            None => state.events.subscribe(),
+            None => state
+                .events
+                .get_or_insert_with(|| broadcast::channel(WATCHER_BUFFER).0)
+                .subscribe(),
         };
         Some(CacheWatch {
             initial,
@@ -298,7 +302,11 @@ impl Cacher {
                 }
             }
         }
-        let _ = state.events.send(event);
+        if let Some(tx) = &state.events {
+            if tx.send(event).is_err() {
+                state.events = None;
+            }
+        }
         let revision = state.revision;
         drop(state);
         self.progress.send_replace(Some(revision));
@@ -321,7 +329,7 @@ impl Cacher {
         let mut state = self.write();
         state.objects.clear();
         state.history.clear();
-        state.events = broadcast::channel(WATCHER_BUFFER).0;
+        state.events = None;
         state.by_namespace.clear();
     }
 
