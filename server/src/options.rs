@@ -109,6 +109,20 @@ pub struct ServerRunOptions {
     #[arg(long = "max-mutating-requests-inflight", default_value_t = 200)]
     pub max_mutating_requests_inflight: usize,
 
+    /// The oldest TLS version served: VersionTLS12 (default) or VersionTLS13.
+    #[arg(long = "tls-min-version", value_name = "VERSION")]
+    pub tls_min_version: Option<String>,
+
+    /// Comma-separated TLS 1.2 cipher suites to allow, by IANA name (e.g.
+    /// TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256); TLS 1.3 suites are always allowed. Empty:
+    /// all suites rustls offers.
+    #[arg(
+        long = "tls-cipher-suites",
+        value_delimiter = ',',
+        value_name = "SUITES"
+    )]
+    pub tls_cipher_suites: Vec<String>,
+
     /// The longest a request may take (watches excepted) before it is answered 504, as a
     /// duration such as 1m0s or 30s.
     #[arg(long = "request-timeout", default_value = "1m0s", value_parser = crate::filters::limits::parse_duration)]
@@ -139,6 +153,9 @@ impl ServerRunOptions {
                 }
             }
             (None, None) => {}
+        }
+        if let Err(e) = self.tls_policy().check() {
+            errors.push(e);
         }
         if self.request_timeout.is_zero() {
             errors.push("--request-timeout must be greater than 0, e.g. 1m0s".into());
@@ -211,6 +228,14 @@ impl ServerRunOptions {
                 key_file: self.etcd_keyfile.clone(),
             }),
             compaction_interval: self.etcd_compaction_interval,
+        }
+    }
+
+    /// The TLS versions and suites the flags allow.
+    pub fn tls_policy(&self) -> crate::server::tls::TlsPolicy {
+        crate::server::tls::TlsPolicy {
+            min_version: self.tls_min_version.clone(),
+            cipher_suites: self.tls_cipher_suites.clone(),
         }
     }
 

@@ -165,3 +165,88 @@ fn writes_over_the_in_flight_limit_get_429_and_reads_go_on() {
     ));
     assert_eq!(created.status, 201, "{}", created.text);
 }
+
+/// Connects with TLS at most `max_version` (and, if given, only `ciphers`, OpenSSL
+/// names); prints `ok` with the version spoken, or `refused` with why.
+const TLS_PROBE: &str = r#"
+import socket, ssl, sys
+port, ca, max_version, ciphers = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+tls = ssl.create_default_context(cafile=ca)
+tls.maximum_version = getattr(ssl.TLSVersion, max_version)
+if ciphers:
+    tls.set_ciphers(ciphers)
+try:
+    conn = tls.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
+    print("ok", conn.version())
+except ssl.SSLError as e:
+    print("refused", e)
+"#;
+
+fn tls_probe(s: &TestServer, max_version: &str, ciphers: &str) -> String {
+    let script = s.write_file("tls_probe.py", TLS_PROBE);
+    let ca = s.data_dir().join("certs").join("ca.crt");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(s.port().to_string())
+        .arg(&ca)
+        .args([max_version, ciphers])
+        .output()
+        .expect("running python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn tls_flags_choose_versions_and_suites() {
+    let s = TestServer::start_with_flags(&["--tls-min-version=VersionTLS13"]);
+    assert_eq!(tls_probe(&s, "MAXIMUM_SUPPORTED", ""), "ok TLSv1.3");
+    assert!(
+        tls_probe(&s, "TLSv1_2", "").starts_with("refused"),
+        "TLS 1.2 is below the minimum"
+    );
+
+    // The generated serving key is ECDSA: of its TLS 1.2 suites, only the one named is
+    // offered.
+    let s = TestServer::start_with_flags(&[
+        "--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+    ]);
+    assert_eq!(
+        tls_probe(&s, "TLSv1_2", "ECDHE-ECDSA-AES128-GCM-SHA256"),
+        "ok TLSv1.2"
+    );
+    assert!(tls_probe(&s, "TLSv1_2", "ECDHE-ECDSA-AES256-GCM-SHA384").starts_with("refused"));
+    assert_eq!(
+        tls_probe(&s, "MAXIMUM_SUPPORTED", ""),
+        "ok TLSv1.3",
+        "TLS 1.3 suites stay"
+    );
+
+    // Flags it cannot honour stop the server at start-up, with a clear message.
+    for (flag, message) in [
+        (
+            "--tls-min-version=VersionTLS10",
+            "is not supported: this server speaks TLS 1.2 and 1.3",
+        ),
+        (
+            "--tls-cipher-suites=TLS_RSA_WITH_RC4_128_SHA",
+            "unknown or unsupported suite",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(apiserver_tests::server_binary())
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(["--secure-port", "6443", flag])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(message),
+            "{flag}: {err}"
+        );
+    }
+}

@@ -98,7 +98,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         &opts.cert_dir(),
         opts.bind_address,
     )?;
-    let tls_config = tls::rustls_config(&cert)?;
+    let tls_config = tls::rustls_config(&cert, &opts.tls_policy())?;
     let state = web::Data::new(ApiState {
         catalog: catalog.clone(),
         store,

@@ -112,7 +112,85 @@ fn restrict(p: &Path) {
 fn restrict(_: &Path) {}
 
 /// A rustls server config from PEM files.
-pub fn rustls_config(cert: &ServingCert) -> Result<rustls::ServerConfig, String> {
+/// What `--tls-min-version` and `--tls-cipher-suites` allow.
+#[derive(Clone, Debug, Default)]
+pub struct TlsPolicy {
+    /// `VersionTLS12` (the default) or `VersionTLS13`.
+    pub min_version: Option<String>,
+    /// TLS 1.2 suites by their IANA names (as kube-apiserver's flag takes them); TLS 1.3
+    /// suites are always offered, as Go's TLS stack does. Empty: every suite.
+    pub cipher_suites: Vec<String>,
+}
+
+impl TlsPolicy {
+    /// What is wrong with the flags, if anything (checked with the other flags).
+    pub fn check(&self) -> Result<(), String> {
+        self.apply(rustls::crypto::ring::default_provider())
+            .map(|_| ())
+    }
+
+    /// The protocol versions and cipher suites allowed, or what is wrong with the flags.
+    fn apply(
+        &self,
+        mut provider: rustls::crypto::CryptoProvider,
+    ) -> Result<
+        (
+            rustls::crypto::CryptoProvider,
+            Vec<&'static rustls::SupportedProtocolVersion>,
+        ),
+        String,
+    > {
+        let versions: Vec<&'static rustls::SupportedProtocolVersion> =
+            match self.min_version.as_deref() {
+                None | Some("VersionTLS12") => {
+                    vec![&rustls::version::TLS13, &rustls::version::TLS12]
+                }
+                Some("VersionTLS13") => vec![&rustls::version::TLS13],
+                Some(v @ ("VersionTLS10" | "VersionTLS11")) => {
+                    return Err(format!(
+                    "--tls-min-version {v} is not supported: this server speaks TLS 1.2 and 1.3"
+                ))
+                }
+                Some(other) => {
+                    return Err(format!(
+                        "--tls-min-version {other:?}: use VersionTLS12 or VersionTLS13"
+                    ))
+                }
+            };
+        if !self.cipher_suites.is_empty() {
+            let name = |s: &rustls::SupportedCipherSuite| s.suite().as_str().unwrap_or_default();
+            let known: Vec<&str> = provider
+                .cipher_suites
+                .iter()
+                .filter(|s| s.tls13().is_none())
+                .map(name)
+                .collect();
+            // TLS 1.3 names, in Go's spelling, are accepted and change nothing.
+            const TLS13: &[&str] = &[
+                "TLS_AES_128_GCM_SHA256",
+                "TLS_AES_256_GCM_SHA384",
+                "TLS_CHACHA20_POLY1305_SHA256",
+            ];
+            for wanted in &self.cipher_suites {
+                if !known.contains(&wanted.as_str()) && !TLS13.contains(&wanted.as_str()) {
+                    return Err(format!(
+                        "--tls-cipher-suites: unknown or unsupported suite {wanted:?}; supported: {}",
+                        known.join(", ")
+                    ));
+                }
+            }
+            provider
+                .cipher_suites
+                .retain(|s| s.tls13().is_some() || self.cipher_suites.iter().any(|w| w == name(s)));
+        }
+        Ok((provider, versions))
+    }
+}
+
+pub fn rustls_config(
+    cert: &ServingCert,
+    policy: &TlsPolicy,
+) -> Result<rustls::ServerConfig, String> {
     let certs = {
         let data = fs::read(&cert.cert_file)
             .map_err(|e| format!("reading {}: {e}", cert.cert_file.display()))?;
@@ -133,10 +211,12 @@ pub fn rustls_config(cert: &ServingCert) -> Result<rustls::ServerConfig, String>
             .map_err(|e| format!("parsing {}: {e}", cert.key_file.display()))?
             .ok_or_else(|| format!("{}: no private key found", cert.key_file.display()))?
     };
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+    let (provider, versions) = policy.apply(rustls::crypto::ring::default_provider())?;
+    rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(provider))
+        .with_protocol_versions(&versions)
+        .map_err(|e| {
+            format!("--tls-min-version and --tls-cipher-suites leave nothing to speak: {e}")
+        })?
         .with_no_client_auth()
         .with_single_cert(certs, key)
         .map_err(|e| format!("TLS certificate and key do not match: {e}"))
