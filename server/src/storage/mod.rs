@@ -265,17 +265,27 @@ pub async fn open(config: &StorageConfig) -> Result<Arc<dyn Storage>, String> {
     Ok(storage)
 }
 
+/// Health checks start-up makes of etcd before it gives up.
+#[cfg(feature = "etcd")]
+const STARTUP_HEALTH_TRIES: usize = 5;
+
 #[cfg(feature = "etcd")]
 async fn open_etcd(config: &EtcdConfig) -> Result<Arc<dyn Storage>, String> {
     let servers = config.servers.join(",");
     let storage = etcd::EtcdStorage::connect(config)
         .await
         .map_err(|e| format!("--etcd-servers {servers}: {e}"))?;
-    storage
-        .health()
-        .await
-        .map_err(|e| format!("--etcd-servers {servers}: etcd is not reachable: {e}"))?;
-    Ok(Arc::new(storage))
+    // An etcd that is busy (just started, or on a loaded disk) may miss one health
+    // check's deadline: start-up tries a few times before giving up.
+    let mut last = None;
+    for _ in 0..STARTUP_HEALTH_TRIES {
+        match storage.health().await {
+            Ok(()) => return Ok(Arc::new(storage)),
+            Err(e) => last = Some(e),
+        }
+    }
+    let why = last.map(|e| e.to_string()).unwrap_or_default();
+    Err(format!("--etcd-servers {servers}: etcd is not reachable: {why}"))
 }
 
 #[cfg(not(feature = "etcd"))]
