@@ -183,12 +183,26 @@ except ssl.SSLError as e:
 "#;
 
 fn tls_probe(s: &TestServer, max_version: &str, ciphers: &str) -> String {
+    tls_probe_trusting(
+        s,
+        &s.data_dir().join("certs").join("ca.crt"),
+        max_version,
+        ciphers,
+    )
+}
+
+/// [`tls_probe`], trusting only the CA in `ca`.
+fn tls_probe_trusting(
+    s: &TestServer,
+    ca: &std::path::Path,
+    max_version: &str,
+    ciphers: &str,
+) -> String {
     let script = s.write_file("tls_probe.py", TLS_PROBE);
-    let ca = s.data_dir().join("certs").join("ca.crt");
     let out = Command::new("python3")
         .arg(&script)
         .arg(s.port().to_string())
-        .arg(&ca)
+        .arg(ca)
         .args([max_version, ciphers])
         .output()
         .expect("running python3");
@@ -249,4 +263,37 @@ fn tls_flags_choose_versions_and_suites() {
             "{flag}: {err}"
         );
     }
+}
+
+#[test]
+fn a_rotated_serving_certificate_is_served_without_a_restart() {
+    // Two certificates for 127.0.0.1 from two CAs: those two servers generate.
+    let (a, c) = (TestServer::start(), TestServer::start());
+    let certs = |t: &TestServer| t.data_dir().join("certs");
+    let (ca_a, ca_c) = (certs(&a).join("ca.crt"), certs(&c).join("ca.crt"));
+    let read = |t: &TestServer, f: &str| std::fs::read_to_string(certs(t).join(f)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    std::fs::write(&cert, read(&a, "apiserver.crt")).unwrap();
+    std::fs::write(&key, read(&a, "apiserver.key")).unwrap();
+    let s = TestServer::start_with_flags(&[
+        "--tls-cert-file",
+        cert.to_str().unwrap(),
+        "--tls-private-key-file",
+        key.to_str().unwrap(),
+    ]);
+    assert!(tls_probe_trusting(&s, &ca_a, "MAXIMUM_SUPPORTED", "").starts_with("ok"));
+    assert!(tls_probe_trusting(&s, &ca_c, "MAXIMUM_SUPPORTED", "").starts_with("refused"));
+
+    // Rotated on disk: new connections get the new certificate.
+    std::fs::write(&key, read(&c, "apiserver.key")).unwrap();
+    std::fs::write(&cert, read(&c, "apiserver.crt")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !tls_probe_trusting(&s, &ca_c, "MAXIMUM_SUPPORTED", "").starts_with("ok") {
+        assert!(
+            Instant::now() < deadline,
+            "the new certificate was not served within 10 s"
+        );
+    }
+    assert!(tls_probe_trusting(&s, &ca_a, "MAXIMUM_SUPPORTED", "").starts_with("refused"));
 }

@@ -4,6 +4,12 @@
 use std::fs;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use rustls::crypto::CryptoProvider;
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -191,33 +197,98 @@ pub fn rustls_config(
     cert: &ServingCert,
     policy: &TlsPolicy,
 ) -> Result<rustls::ServerConfig, String> {
-    let certs = {
-        let data = fs::read(&cert.cert_file)
-            .map_err(|e| format!("reading {}: {e}", cert.cert_file.display()))?;
-        rustls_pemfile::certs(&mut data.as_slice())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("parsing {}: {e}", cert.cert_file.display()))?
-    };
-    if certs.is_empty() {
-        return Err(format!(
-            "{}: no certificate found",
-            cert.cert_file.display()
-        ));
-    }
-    let key = {
-        let data = fs::read(&cert.key_file)
-            .map_err(|e| format!("reading {}: {e}", cert.key_file.display()))?;
-        rustls_pemfile::private_key(&mut data.as_slice())
-            .map_err(|e| format!("parsing {}: {e}", cert.key_file.display()))?
-            .ok_or_else(|| format!("{}: no private key found", cert.key_file.display()))?
-    };
     let (provider, versions) = policy.apply(rustls::crypto::ring::default_provider())?;
-    rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(provider))
+    let provider = Arc::new(provider);
+    let resolver = ReloadingCert::start(cert, provider.clone())?;
+    Ok(rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&versions)
         .map_err(|e| {
             format!("--tls-min-version and --tls-cipher-suites leave nothing to speak: {e}")
         })?
         .with_no_client_auth()
-        .with_single_cert(certs, key)
+        .with_cert_resolver(resolver))
+}
+
+/// How often the certificate files are looked at for changes.
+const RELOAD_CHECK: Duration = Duration::from_secs(1);
+
+/// The serving certificate, read again when its files change: a rotated certificate is
+/// served to new connections without a restart; one that does not load is logged and
+/// the old one kept.
+#[derive(Debug)]
+struct ReloadingCert {
+    current: RwLock<Arc<CertifiedKey>>,
+}
+
+impl ReloadingCert {
+    /// Loads the files once (an error stops start-up) and watches them from a thread.
+    fn start(cert: &ServingCert, provider: Arc<CryptoProvider>) -> Result<Arc<Self>, String> {
+        let (cert_file, key_file) = (cert.cert_file.clone(), cert.key_file.clone());
+        let first = load_certified_key(&cert_file, &key_file, &provider)?;
+        let this = Arc::new(ReloadingCert {
+            current: RwLock::new(Arc::new(first)),
+        });
+        let weak = Arc::downgrade(&this);
+        let stamp = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
+        let mut seen = (stamp(&cert_file), stamp(&key_file));
+        std::thread::Builder::new()
+            .name("serving-cert-reload".into())
+            .spawn(move || loop {
+                std::thread::sleep(RELOAD_CHECK);
+                let Some(this) = weak.upgrade() else { return };
+                let now = (stamp(&cert_file), stamp(&key_file));
+                if now == seen {
+                    continue;
+                }
+                match load_certified_key(&cert_file, &key_file, &provider) {
+                    Ok(key) => {
+                        *this.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(key);
+                        seen = now;
+                        tracing::info!(cert = %cert_file.display(), "serving certificate reloaded");
+                    }
+                    // A half-written pair is tried again at the next check.
+                    Err(e) => tracing::warn!("serving certificate not reloaded: {e}"),
+                }
+            })
+            .map_err(|e| format!("starting the certificate reloader: {e}"))?;
+        Ok(this)
+    }
+}
+
+impl ResolvesServerCert for ReloadingCert {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(
+            self.current
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+        )
+    }
+}
+
+/// The certificate chain and key in two PEM files, checked to belong together.
+fn load_certified_key(
+    cert_file: &Path,
+    key_file: &Path,
+    provider: &CryptoProvider,
+) -> Result<CertifiedKey, String> {
+    let certs = {
+        let data =
+            fs::read(cert_file).map_err(|e| format!("reading {}: {e}", cert_file.display()))?;
+        rustls_pemfile::certs(&mut data.as_slice())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("parsing {}: {e}", cert_file.display()))?
+    };
+    if certs.is_empty() {
+        return Err(format!("{}: no certificate found", cert_file.display()));
+    }
+    let key = {
+        let data =
+            fs::read(key_file).map_err(|e| format!("reading {}: {e}", key_file.display()))?;
+        rustls_pemfile::private_key(&mut data.as_slice())
+            .map_err(|e| format!("parsing {}: {e}", key_file.display()))?
+            .ok_or_else(|| format!("{}: no private key found", key_file.display()))?
+    };
+    CertifiedKey::from_der(certs, key, provider)
         .map_err(|e| format!("TLS certificate and key do not match: {e}"))
 }
