@@ -285,7 +285,9 @@ async fn open_etcd(config: &EtcdConfig) -> Result<Arc<dyn Storage>, String> {
         }
     }
     let why = last.map(|e| e.to_string()).unwrap_or_default();
-    Err(format!("--etcd-servers {servers}: etcd is not reachable: {why}"))
+    Err(format!(
+        "--etcd-servers {servers}: etcd is not reachable: {why}"
+    ))
 }
 
 #[cfg(not(feature = "etcd"))]
