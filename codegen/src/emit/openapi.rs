@@ -224,7 +224,7 @@ fn scale_schemas() -> Vec<(String, Value)> {
         (
             "io.k8s.api.autoscaling.v1.ScaleSpec".to_string(),
             json!({
-                "description": "ScaleSpec describes the attributes of a scale subresource.",
+                "description": "The desired size of the scaled resource.",
                 "type": "object",
                 "properties": { "replicas": { "type": "integer", "format": "int32", "description": "The desired number of instances of the scaled object." } },
             }),
@@ -232,7 +232,7 @@ fn scale_schemas() -> Vec<(String, Value)> {
         (
             "io.k8s.api.autoscaling.v1.ScaleStatus".to_string(),
             json!({
-                "description": "ScaleStatus represents the current status of a scale subresource.",
+                "description": "The observed size of the scaled resource, and the selector of its pods.",
                 "type": "object",
                 "required": ["replicas"],
                 "properties": {

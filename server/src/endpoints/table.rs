@@ -57,7 +57,7 @@ fn column_definitions(res: &ApiResource) -> Vec<Value> {
     for c in res.strategy.computed_columns() {
         columns.push(json!({ "name": c.name, "type": c.type_, "format": "", "description": c.description, "priority": 0 }));
     }
-    columns.push(json!({ "name": "Age", "type": "string", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0 }));
+    columns.push(json!({ "name": "Age", "type": "string", "format": "", "description": "Time since the object was created.", "priority": 0 }));
     columns
 }
 
