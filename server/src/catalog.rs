@@ -118,6 +118,12 @@ impl ApiResource {
         self.crd.as_ref().is_some_and(|c| c.converts)
     }
 
+    /// Conversion `None` between versions: only `apiVersion` differs between the stored
+    /// and the served object.
+    pub fn rewrites_api_version(&self) -> bool {
+        self.converts() && self.conversion_webhook().is_none()
+    }
+
     /// The webhook that converts this entry's objects, for a CRD with conversion `Webhook`.
     pub fn conversion_webhook(&self) -> Option<&crate::apiextensions::conversion::Webhook> {
         self.crd

@@ -23,7 +23,7 @@ pub fn decode(res: &ApiResource, kv: &KeyValue) -> Result<Value, ApiError> {
         "resourceVersion".into(),
         Value::String(kv.mod_revision.to_string()),
     );
-    if res.converts() && res.conversion_webhook().is_none() {
+    if res.rewrites_api_version() {
         // Conversion `None`: the same fields, in the requested version.
         if let Some(m) = obj.as_object_mut() {
             m.insert("apiVersion".into(), Value::String(res.api_version().into()));
@@ -43,7 +43,7 @@ pub fn encode(res: &ApiResource, obj: &Value) -> Bytes {
                 stored.insert(k.to_string(), v.clone());
             }
         }
-        if res.converts() && res.conversion_webhook().is_none() {
+        if res.rewrites_api_version() {
             let storage = Value::String(res.storage_api_version().into());
             stored.insert("apiVersion".into(), storage);
         }
@@ -123,7 +123,7 @@ pub async fn served_one(res: &ApiResource, obj: Value) -> Result<Value, ApiError
 
 /// `obj` (in the version `res` serves) in the storage version, for a conversion webhook;
 /// [`encode`] writes conversion `None`'s.
-pub async fn to_storage(res: &ApiResource, obj: Value) -> Result<Value, ApiError> {
+async fn to_storage(res: &ApiResource, obj: Value) -> Result<Value, ApiError> {
     match res.conversion_webhook() {
         Some(webhook) if obj["apiVersion"] != res.storage_api_version() => Ok(webhook
             .convert(vec![obj], res.storage_api_version())

@@ -25,7 +25,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::client::{Client, Protocol, Streaming, JSON};
-use crate::metrics::{median, median_rows, table, Outcome, Recorder, Row};
+use crate::metrics::{median, median_rows, progress, table, Outcome, Recorder, Row};
 use crate::scenarios::{self, ListKind, Objects};
 use crate::server::ServerProcess;
 
@@ -711,20 +711,6 @@ impl Band {
         }
         rows
     }
-}
-
-fn progress(row: &Row) {
-    eprintln!(
-        "  {} c={}: {} ops, {:.0}/s, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms, errors {}",
-        row.scenario,
-        row.concurrency,
-        row.ops,
-        row.throughput,
-        row.p50_ms,
-        row.p99_ms,
-        row.max_ms,
-        row.error_count()
-    );
 }
 
 /// `VmRSS` once it has stopped changing: sampled every 100 ms until three samples in a

@@ -270,6 +270,21 @@ pub fn table(rows: &[Row], unit: &str) -> String {
     out
 }
 
+/// One finished scenario on stderr, so a long run shows where it is.
+pub fn progress(row: &Row) {
+    eprintln!(
+        "  {} c={}: {} ops, {:.0}/s, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms, errors {}",
+        row.scenario,
+        row.concurrency,
+        row.ops,
+        row.throughput,
+        row.p50_ms,
+        row.p99_ms,
+        row.max_ms,
+        row.error_count()
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::client::{Client, Protocol};
 use crate::kubeconfig;
-use crate::metrics::{median, median_rows, table, Row};
+use crate::metrics::{median, median_rows, progress, table, Row};
 use crate::raw::{self, RawOptions};
 use crate::scenarios::{self, ListKind, Settings};
 use crate::server::ServerProcess;
@@ -217,20 +217,6 @@ fn temp_dir(opts: &SuiteOptions, prefix: &str) -> Result<tempfile::TempDir> {
         .prefix(prefix)
         .tempdir_in(&parent)
         .with_context(|| format!("making a temporary directory in {}", parent.display()))
-}
-
-fn progress(row: &Row) {
-    eprintln!(
-        "  {} c={}: {} ops, {:.0}/s, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms, errors {}",
-        row.scenario,
-        row.concurrency,
-        row.ops,
-        row.throughput,
-        row.p50_ms,
-        row.p99_ms,
-        row.max_ms,
-        row.error_count()
-    );
 }
 
 /// Runs the suite.

@@ -445,12 +445,9 @@ mod tests {
     use super::*;
 
     fn eval(expr: &str) -> Value {
-        let env = super::super::env();
-        let program = env.compile(expr).expect("compiles");
-        let mut ctx = Context::with_env(env.clone());
-        install(&mut ctx);
+        let program = super::super::env().compile(expr).expect("compiles");
         program
-            .execute(&ctx)
+            .execute(super::super::root())
             .unwrap_or_else(|e| panic!("{expr}: {e}"))
     }
 

@@ -70,7 +70,8 @@ impl Compiled {
 }
 
 /// The CEL environment rules compile and run in: the standard library and the
-/// extensions Kubernetes rules use (strings, lists, math, encoders).
+/// extensions Kubernetes rules use (strings, lists, math, encoders); [`root`] adds
+/// Kubernetes' own functions.
 fn env() -> &'static Arc<Env> {
     static ENV: OnceLock<Arc<Env>> = OnceLock::new();
     ENV.get_or_init(|| {
@@ -85,6 +86,17 @@ fn env() -> &'static Arc<Env> {
             let _ = env.add_extension(ext);
         }
         Arc::new(env)
+    })
+}
+
+/// The context every evaluation scopes its variables in: the environment and the
+/// Kubernetes library's functions, installed once.
+fn root() -> &'static Context<'static, 'static> {
+    static ROOT: OnceLock<Context<'static, 'static>> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        let mut ctx = Context::with_env(env().clone());
+        library::install(&mut ctx);
+        ctx
     })
 }
 
@@ -344,8 +356,7 @@ fn evaluate(
         return;
     };
     let context = |old_self: Option<cel::Value>| {
-        let mut ctx = Context::with_env(env().clone());
-        library::install(&mut ctx);
+        let mut ctx = root().new_inner_scope();
         ctx.add_variable_from_value("self", this.clone());
         if let Some(o) = old_self {
             ctx.add_variable_from_value("oldSelf", o);
