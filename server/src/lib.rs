@@ -9,6 +9,7 @@
 
 pub mod api;
 pub mod apiextensions;
+pub mod auth;
 pub mod catalog;
 pub mod controllers;
 pub mod discovery;

@@ -1,0 +1,57 @@
+//! Who is asking, and whether they may: authentication (`authn`), authorization (`authz`)
+//! and the RBAC policy engine (`rbac`).
+
+pub mod rbac;
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use actix_web::{HttpMessage, HttpRequest};
+
+/// The well-known user and group names of Kubernetes.
+pub mod names {
+    /// Every request no authenticator recognised, with anonymous access on.
+    pub const ANONYMOUS: &str = "system:anonymous";
+    /// The group of [`ANONYMOUS`].
+    pub const UNAUTHENTICATED: &str = "system:unauthenticated";
+    /// The group of every authenticated user.
+    pub const AUTHENTICATED: &str = "system:authenticated";
+    /// The superuser group: allowed everything, whatever the authorizers say.
+    pub const MASTERS: &str = "system:masters";
+    /// The group of every service account.
+    pub const SERVICE_ACCOUNTS: &str = "system:serviceaccounts";
+    /// Service account user names start with this (`system:serviceaccount:<ns>:<name>`).
+    pub const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
+}
+
+/// An authenticated identity (authentication.k8s.io `UserInfo`): what authorization,
+/// admission, audit and the reviews see.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UserInfo {
+    pub name: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl UserInfo {
+    /// The user as authentication.k8s.io/v1 `UserInfo` JSON (empty fields left out).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut out = serde_json::json!({ "username": self.name });
+        if !self.uid.is_empty() {
+            out["uid"] = self.uid.clone().into();
+        }
+        if !self.groups.is_empty() {
+            out["groups"] = self.groups.clone().into();
+        }
+        if !self.extra.is_empty() {
+            out["extra"] = serde_json::json!(self.extra);
+        }
+        out
+    }
+}
+
+/// The user the authentication filter attached to `req` (after impersonation), if it ran.
+pub fn user(req: &HttpRequest) -> Option<Rc<UserInfo>> {
+    req.extensions().get::<Rc<UserInfo>>().cloned()
+}

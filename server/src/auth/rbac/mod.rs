@@ -1,0 +1,1 @@
+//! Role-based access control: the policy engine behind `--authorization-mode=RBAC`.
