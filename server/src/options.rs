@@ -99,6 +99,35 @@ pub struct ServerRunOptions {
     #[arg(long = "definitions-dir", value_name = "DIR")]
     pub definitions_dir: Option<PathBuf>,
 
+    /// A PEM bundle of the CAs whose client certificates authenticate: the common name
+    /// is the user name, each organization a group.
+    #[arg(long = "client-ca-file", value_name = "FILE")]
+    pub client_ca_file: Option<PathBuf>,
+
+    /// A CSV file of bearer tokens: `token,user,uid,"group1,group2"` per line.
+    #[arg(long = "token-auth-file", value_name = "FILE")]
+    pub token_auth_file: Option<PathBuf>,
+
+    /// Requests without credentials are served as `system:anonymous` (group
+    /// `system:unauthenticated`), allowed what the authorizers grant them; with false
+    /// they are 401.
+    #[arg(
+        long = "anonymous-auth",
+        default_value_t = true,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set
+    )]
+    pub anonymous_auth: bool,
+
+    /// Authorizers asked in order, comma-separated: AlwaysAllow, AlwaysDeny, RBAC.
+    #[arg(
+        long = "authorization-mode",
+        value_delimiter = ',',
+        default_value = "AlwaysAllow"
+    )]
+    pub authorization_mode: Vec<String>,
+
     /// The most read-only requests served at once (watches not counted); more get 429
     /// with Retry-After. 0: no limit.
     #[arg(long = "max-requests-inflight", default_value_t = 400)]
@@ -161,6 +190,7 @@ impl ServerRunOptions {
             errors.push("--request-timeout must be greater than 0, e.g. 1m0s".into());
         }
         self.validate_etcd(&mut errors);
+        self.validate_auth(&mut errors);
         if self.data_dir.as_os_str().is_empty() {
             errors.push("--data-dir must not be empty".into());
         } else if self.data_dir.exists() && !self.data_dir.is_dir() {
@@ -170,6 +200,32 @@ impl ServerRunOptions {
             ));
         }
         errors
+    }
+
+    fn validate_auth(&self, errors: &mut Vec<String>) {
+        for (flag, path) in [
+            ("--client-ca-file", &self.client_ca_file),
+            ("--token-auth-file", &self.token_auth_file),
+        ] {
+            if let Some(p) = path.as_ref().filter(|p| !p.is_file()) {
+                errors.push(format!("{flag} {}: no such file", p.display()));
+            }
+        }
+        let modes = &self.authorization_mode;
+        if modes.is_empty() || modes.iter().any(String::is_empty) {
+            errors.push("--authorization-mode: name at least one mode, e.g. RBAC".into());
+        }
+        for (i, mode) in modes.iter().enumerate() {
+            if !mode.is_empty() && !crate::auth::authz::MODES.contains(&mode.as_str()) {
+                errors.push(format!(
+                    "--authorization-mode: unknown or unsupported mode {mode:?}; supported: {}",
+                    crate::auth::authz::MODES.join(", ")
+                ));
+            }
+            if modes[..i].contains(mode) {
+                errors.push(format!("--authorization-mode: {mode} is listed twice"));
+            }
+        }
     }
 
     fn validate_etcd(&self, errors: &mut Vec<String>) {

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+pub mod credentials;
 pub mod objects;
 pub mod tables;
 pub use etcd_launcher::{etcd_binary, Etcd};
@@ -407,9 +408,14 @@ impl TestServer {
     /// with extra environment): `--kubeconfig` and the discovery cache of
     /// [`TestServer::kubectl`], no stdin, stdout and stderr piped.
     pub fn kubectl_command(&self, args: &[&str]) -> Command {
+        self.kubectl_command_with(&self.kubeconfig, args)
+    }
+
+    /// As [`TestServer::kubectl_command`], with another kubeconfig (another user).
+    pub fn kubectl_command_with(&self, kubeconfig: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new(kubectl_binary());
         cmd.arg("--kubeconfig")
-            .arg(&self.kubeconfig)
+            .arg(kubeconfig)
             .arg("--cache-dir")
             .arg(self.scratch.path().join("kube-cache"))
             .args(args)

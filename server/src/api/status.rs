@@ -114,6 +114,8 @@ impl StatusCause {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatusReason {
     BadRequest,
+    /// 401: the credentials were not recognised.
+    Unauthorized,
     Forbidden,
     NotFound,
     AlreadyExists,
@@ -136,6 +138,7 @@ impl StatusReason {
     pub fn as_str(self) -> &'static str {
         match self {
             StatusReason::BadRequest => "BadRequest",
+            StatusReason::Unauthorized => "Unauthorized",
             StatusReason::Forbidden => "Forbidden",
             StatusReason::NotFound => "NotFound",
             StatusReason::AlreadyExists => "AlreadyExists",
@@ -217,6 +220,41 @@ impl ApiError {
             reason,
             message: message.into(),
             details: None,
+        }
+    }
+
+    /// 401 Unauthorized: credentials no authenticator accepts (kube-apiserver says no more).
+    pub fn unauthorized() -> Self {
+        Self::new(401, StatusReason::Unauthorized, "Unauthorized")
+    }
+
+    /// 403 Forbidden for a request authorization refused: `<group resource> "<name>" is
+    /// forbidden: <why>` (the resource and name left out when empty), as upstream words it.
+    pub fn forbidden_request(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        let qualified = match (resource, group) {
+            ("", _) => String::new(),
+            (r, "") => r.to_string(),
+            (r, g) => format!("{r}.{g}"),
+        };
+        let message = match (qualified.as_str(), name) {
+            ("", _) => format!("forbidden: {why}"),
+            (q, "") => format!("{q} is forbidden: {why}"),
+            (q, n) => format!("{q} \"{n}\" is forbidden: {why}"),
+        };
+        // Upstream always sends details, `{}` for a path.
+        let mut details = json!({});
+        if !resource.is_empty() {
+            details["kind"] = json!(resource);
+        }
+        if !group.is_empty() {
+            details["group"] = json!(group);
+        }
+        if !name.is_empty() {
+            details["name"] = json!(name);
+        }
+        ApiError {
+            details: Some(details),
+            ..Self::new(403, StatusReason::Forbidden, message)
         }
     }
 

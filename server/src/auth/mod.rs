@@ -1,6 +1,8 @@
 //! Who is asking, and whether they may: authentication (`authn`), authorization (`authz`)
 //! and the RBAC policy engine (`rbac`).
 
+pub mod authn;
+pub mod authz;
 pub mod rbac;
 
 use std::collections::BTreeMap;

@@ -1,9 +1,8 @@
 //! Request filters, and [`handler_chain`]: the one function that builds the pipeline
 //! (filters, then the delegation chain) and says why its order is what it is.
-//! Authentication, impersonation and authorization will sit between request info and the
-//! serving limits, in that order (identity before policy, policy before work); admission
-//! runs inside the handlers, after decoding.
+//! Admission runs inside the handlers, after decoding.
 
+pub mod auth;
 pub mod limits;
 
 use std::panic::AssertUnwindSafe;
@@ -33,9 +32,15 @@ use crate::{discovery, docs};
 /// 3. [`log_requests`]: outside the error mapping, so it records the status the client
 ///    gets;
 /// 4. [`errors_as_status`]: framework errors (oversized bodies, ...) become `Status`;
-/// 5. [`limits::serving_limits`]: max-in-flight and the request timeout, around the work
-///    itself (its 429 and 504 are logged and are `Status` answers);
-/// 6. the delegation chain: the aggregator (link 1), the non-resource routes and every
+/// 5. [`auth::authenticate`]: who is asking (401 for bad credentials), before anything
+///    that depends on the user;
+/// 6. [`auth::impersonate`]: as whom, once the requester may impersonate them;
+/// 7. [`limits::serving_limits`]: max-in-flight and the request timeout, after identity
+///    (so unauthenticated floods are refused before they take a seat) and around the
+///    work itself (its 429 and 504 are logged and are `Status` answers);
+/// 8. [`auth::authorize`]: whether the user may, from the parsed request info, before
+///    any handler reads a body or storage;
+/// 9. the delegation chain: the aggregator (link 1), the non-resource routes and every
 ///    resource the catalog serves (link 2), custom resources (link 3), 404 (link 4).
 ///
 /// actix applies `wrap` inside-out, so the calls below are written innermost first.
@@ -43,6 +48,7 @@ pub fn handler_chain(
     state: web::Data<ApiState>,
     openapi: web::Data<OpenApi>,
     limits: web::Data<limits::ServingLimits>,
+    auth: web::Data<auth::Auth>,
 ) -> App<
     impl ServiceFactory<
         ServiceRequest,
@@ -56,6 +62,7 @@ pub fn handler_chain(
         .app_data(state)
         .app_data(openapi)
         .app_data(limits)
+        .app_data(auth)
         .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
         .configure(health::configure)
         .configure(discovery::configure)
@@ -63,7 +70,10 @@ pub fn handler_chain(
         .configure(docs::configure)
         .default_service(web::to(chain::resources))
         .wrap(from_fn(chain::aggregator))
+        .wrap(from_fn(auth::authorize))
         .wrap(from_fn(limits::serving_limits))
+        .wrap(from_fn(auth::impersonate))
+        .wrap(from_fn(auth::authenticate))
         .wrap(from_fn(errors_as_status))
         .wrap(from_fn(log_requests))
         .wrap(from_fn(request_info))

@@ -98,7 +98,9 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         &opts.cert_dir(),
         opts.bind_address,
     )?;
-    let tls_config = tls::rustls_config(&cert, &opts.tls_policy())?;
+    let admin_token = admin_token(&opts)?;
+    let (auth, client_verifier) = authentication(&opts, &admin_token)?;
+    let tls_config = tls::rustls_config(&cert, &opts.tls_policy(), client_verifier)?;
     let state = web::Data::new(ApiState {
         catalog: catalog.clone(),
         store,
@@ -124,9 +126,16 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         opts.max_mutating_requests_inflight,
         opts.request_timeout,
     ));
+    let auth = web::Data::new(auth);
     let mut server = HttpServer::new(move || {
-        filters::handler_chain(app_state.clone(), openapi.clone(), limits.clone())
-    });
+        filters::handler_chain(
+            app_state.clone(),
+            openapi.clone(),
+            limits.clone(),
+            auth.clone(),
+        )
+    })
+    .on_connect(filters::auth::remember_peer_certificates);
     if opts.workers > 0 {
         server = server.workers(opts.workers);
     }
@@ -152,7 +161,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
     };
     let url = format!("https://{host}:{}", bound.port());
     let kubeconfig = opts.kubeconfig_path();
-    kubeconfig::write(&kubeconfig, &url, &cert.ca_pem, &admin_token(&opts)?)?;
+    kubeconfig::write(&kubeconfig, &url, &cert.ca_pem, &admin_token)?;
     let kubeconfig = std::fs::canonicalize(&kubeconfig).unwrap_or(kubeconfig);
     println!("Serving securely on {url}");
     println!("Admin kubeconfig: {}", kubeconfig.display());
@@ -190,6 +199,65 @@ fn admin_token(opts: &ServerRunOptions) -> Result<String, String> {
     let token = uuid::Uuid::new_v4().simple().to_string();
     std::fs::write(&path, &token).map_err(|e| format!("writing {}: {e}", path.display()))?;
     Ok(token)
+}
+
+/// The name of the user the admin kubeconfig's token stands for.
+pub const ADMIN_USER: &str = "admin";
+
+/// The authentication chain and authorizers the flags ask for, and the TLS verifier that
+/// requests client certificates when `--client-ca-file` is given. The admin token the
+/// kubeconfig carries is a static token of [`ADMIN_USER`] in `system:masters`.
+fn authentication(
+    opts: &ServerRunOptions,
+    admin_token: &str,
+) -> Result<
+    (
+        filters::auth::Auth,
+        Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
+    ),
+    String,
+> {
+    use crate::auth::{authn, authz, names, UserInfo};
+    let mut tokens = match &opts.token_auth_file {
+        Some(path) => authn::token_file::StaticTokens::load(path)?,
+        None => authn::token_file::StaticTokens::default(),
+    };
+    tokens.insert(
+        admin_token.to_string(),
+        UserInfo {
+            name: ADMIN_USER.into(),
+            groups: vec![names::MASTERS.into()],
+            ..UserInfo::default()
+        },
+    );
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let x509 = match &opts.client_ca_file {
+        Some(path) => Some(authn::x509::X509Authenticator::load(
+            path,
+            provider.clone(),
+        )?),
+        None => None,
+    };
+    let verifier = x509.as_ref().map(|x| x.tls_verifier(provider));
+    let modes = opts
+        .authorization_mode
+        .iter()
+        .map(|mode| -> Arc<dyn authz::Authorizer> {
+            match mode.as_str() {
+                "AlwaysDeny" => Arc::new(authz::AlwaysDeny),
+                _ => Arc::new(authz::AlwaysAllow),
+            }
+        })
+        .collect();
+    let auth = filters::auth::Auth {
+        authenticator: authn::Authenticator {
+            x509,
+            tokens: vec![Arc::new(tokens)],
+            anonymous: opts.anonymous_auth,
+        },
+        authorizer: authz::AuthorizerChain::new(modes),
+    };
+    Ok((auth, verifier))
 }
 
 /// Objects every cluster starts with.

@@ -193,20 +193,26 @@ impl TlsPolicy {
     }
 }
 
+/// The server's rustls config; `client_verifier` asks clients for certificates
+/// (`--client-ca-file`).
 pub fn rustls_config(
     cert: &ServingCert,
     policy: &TlsPolicy,
+    client_verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
 ) -> Result<rustls::ServerConfig, String> {
     let (provider, versions) = policy.apply(rustls::crypto::ring::default_provider())?;
     let provider = Arc::new(provider);
     let resolver = ReloadingCert::start(cert, provider.clone())?;
-    Ok(rustls::ServerConfig::builder_with_provider(provider)
+    let builder = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&versions)
         .map_err(|e| {
             format!("--tls-min-version and --tls-cipher-suites leave nothing to speak: {e}")
-        })?
-        .with_no_client_auth()
-        .with_cert_resolver(resolver))
+        })?;
+    let builder = match client_verifier {
+        Some(v) => builder.with_client_cert_verifier(v),
+        None => builder.with_no_client_auth(),
+    };
+    Ok(builder.with_cert_resolver(resolver))
 }
 
 /// How often the certificate files are looked at for changes.

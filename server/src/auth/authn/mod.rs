@@ -1,0 +1,183 @@
+//! Authentication: the chain that turns a request's credentials into a [`UserInfo`], as
+//! kube-apiserver's union authenticator does. Each authenticator recognises its kind of
+//! credential; the first that accepts one decides. Credentials that one of them
+//! recognises but refuses (a certificate from another CA, an unknown or expired token)
+//! are 401 even with anonymous access on: a bad credential never becomes anonymous.
+
+pub mod token_file;
+pub mod x509;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rustls::pki_types::CertificateDer;
+
+use super::names::{ANONYMOUS, AUTHENTICATED, UNAUTHENTICATED};
+use super::UserInfo;
+
+/// What a request presents: its bearer token and the client certificate chain of its
+/// TLS connection.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Credentials<'a> {
+    /// The token of an `Authorization: Bearer <token>` header.
+    pub bearer: Option<&'a str>,
+    /// The client's certificate chain, leaf first.
+    pub client_certs: Option<&'a [CertificateDer<'static>]>,
+}
+
+/// Why a request is not authenticated (always answered 401, as upstream; the reasons
+/// are logged, never sent).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Unauthenticated(pub Vec<String>);
+
+/// Recognises bearer tokens of one kind.
+#[async_trait]
+pub trait TokenAuthenticator: Send + Sync {
+    /// `Ok(None)`: not a token of this kind; `Err`: one of this kind that is not valid.
+    async fn authenticate_token(&self, token: &str) -> Result<Option<UserInfo>, String>;
+}
+
+/// The authentication chain: client certificates, then bearer tokens, then anonymous.
+#[derive(Default)]
+pub struct Authenticator {
+    /// `--client-ca-file`.
+    pub x509: Option<x509::X509Authenticator>,
+    /// Static tokens (the admin token, `--token-auth-file`), service account tokens.
+    pub tokens: Vec<Arc<dyn TokenAuthenticator>>,
+    /// `--anonymous-auth`.
+    pub anonymous: bool,
+}
+
+impl Authenticator {
+    /// The user the credentials prove, `system:authenticated` added; the anonymous user
+    /// when there are none (and anonymous access is on).
+    pub async fn authenticate(&self, creds: Credentials<'_>) -> Result<UserInfo, Unauthenticated> {
+        let mut errors = Vec::new();
+        if let (Some(x509), Some(chain)) = (&self.x509, creds.client_certs) {
+            match x509.authenticate(chain) {
+                Ok(user) => return Ok(authenticated(user)),
+                Err(e) => errors.push(format!("x509: {e}")),
+            }
+        }
+        if let Some(token) = creds.bearer {
+            let mut recognised = false;
+            for authenticator in &self.tokens {
+                match authenticator.authenticate_token(token).await {
+                    Ok(Some(user)) => return Ok(authenticated(user)),
+                    Ok(None) => {}
+                    Err(e) => {
+                        recognised = true;
+                        errors.push(e);
+                    }
+                }
+            }
+            // As upstream's bearer-token authenticator: a token nobody knows is an error.
+            if !recognised {
+                errors.push("invalid bearer token".into());
+            }
+        }
+        if errors.is_empty() && self.anonymous {
+            return Ok(UserInfo {
+                name: ANONYMOUS.into(),
+                groups: vec![UNAUTHENTICATED.into()],
+                ..UserInfo::default()
+            });
+        }
+        if errors.is_empty() {
+            errors.push("no credentials, and anonymous access is off".into());
+        }
+        Err(Unauthenticated(errors))
+    }
+}
+
+/// Adds `system:authenticated`, as upstream does for every authenticated user.
+fn authenticated(mut user: UserInfo) -> UserInfo {
+    if !user.groups.iter().any(|g| g == AUTHENTICATED) {
+        user.groups.push(AUTHENTICATED.into());
+    }
+    user
+}
+
+/// The token of an `Authorization` header (`Bearer <token>`, scheme case-insensitive);
+/// `None` for any other header or an empty token.
+pub fn bearer_token(header: &str) -> Option<&str> {
+    let (scheme, token) = header.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed;
+    #[async_trait]
+    impl TokenAuthenticator for Fixed {
+        async fn authenticate_token(&self, token: &str) -> Result<Option<UserInfo>, String> {
+            Ok(match token {
+                "good" => Some(UserInfo {
+                    name: "alice".into(),
+                    groups: vec!["dev".into()],
+                    ..UserInfo::default()
+                }),
+                "expired" => return Err("token expired".into()),
+                _ => None,
+            })
+        }
+    }
+
+    fn chain(anonymous: bool) -> Authenticator {
+        Authenticator {
+            x509: None,
+            tokens: vec![Arc::new(Fixed)],
+            anonymous,
+        }
+    }
+
+    fn bearer(token: &str) -> Credentials<'_> {
+        Credentials {
+            bearer: Some(token),
+            client_certs: None,
+        }
+    }
+
+    #[actix_web::test]
+    async fn a_known_token_authenticates_and_joins_system_authenticated() {
+        let user = chain(true).authenticate(bearer("good")).await.unwrap();
+        assert_eq!(user.name, "alice");
+        assert_eq!(user.groups, ["dev", AUTHENTICATED]);
+    }
+
+    #[actix_web::test]
+    async fn bad_tokens_are_refused_even_with_anonymous_access() {
+        for token in ["expired", "unknown"] {
+            assert!(
+                chain(true).authenticate(bearer(token)).await.is_err(),
+                "{token}"
+            );
+        }
+    }
+
+    #[actix_web::test]
+    async fn no_credentials_is_anonymous_only_when_allowed() {
+        let user = chain(true)
+            .authenticate(Credentials::default())
+            .await
+            .unwrap();
+        assert_eq!(user.name, ANONYMOUS);
+        assert_eq!(user.groups, [UNAUTHENTICATED]);
+        assert!(chain(false)
+            .authenticate(Credentials::default())
+            .await
+            .is_err());
+    }
+
+    #[test]
+    fn bearer_headers() {
+        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("bearer  abc "), Some("abc"));
+        assert_eq!(bearer_token("Bearer "), None);
+        assert_eq!(bearer_token("Basic abc"), None);
+        assert_eq!(bearer_token("Bearer"), None);
+    }
+}
