@@ -120,6 +120,33 @@ pub struct ServerRunOptions {
     )]
     pub anonymous_auth: bool,
 
+    /// PEM keys (public, or PKCS#8 private) that verify service account tokens;
+    /// repeatable. Default: the key of `--service-account-signing-key-file`.
+    #[arg(long = "service-account-key-file", value_name = "FILE")]
+    pub service_account_key_file: Vec<PathBuf>,
+
+    /// The PKCS#8 private key (RSA or ECDSA) that signs service account tokens.
+    /// Default: a P-256 key the server generates once in `--data-dir`.
+    #[arg(long = "service-account-signing-key-file", value_name = "FILE")]
+    pub service_account_signing_key_file: Option<PathBuf>,
+
+    /// The `iss` of the service account tokens issued (the first) and accepted (all);
+    /// repeatable.
+    #[arg(
+        long = "service-account-issuer",
+        value_name = "URL",
+        default_value = "https://kubernetes.default.svc.cluster.local"
+    )]
+    pub service_account_issuer: Vec<String>,
+
+    /// The audiences a token must be for, comma-separated. Default: the issuers.
+    #[arg(long = "api-audiences", value_delimiter = ',')]
+    pub api_audiences: Vec<String>,
+
+    /// The longest lifetime a TokenRequest may ask for (e.g. 24h); unset: no limit.
+    #[arg(long = "service-account-max-token-expiration", value_parser = crate::filters::limits::parse_duration)]
+    pub service_account_max_token_expiration: Option<std::time::Duration>,
+
     /// Authorizers asked in order, comma-separated: AlwaysAllow, AlwaysDeny, RBAC.
     #[arg(
         long = "authorization-mode",
@@ -203,13 +230,27 @@ impl ServerRunOptions {
     }
 
     fn validate_auth(&self, errors: &mut Vec<String>) {
-        for (flag, path) in [
+        let mut files: Vec<(&str, &PathBuf)> = [
             ("--client-ca-file", &self.client_ca_file),
             ("--token-auth-file", &self.token_auth_file),
-        ] {
-            if let Some(p) = path.as_ref().filter(|p| !p.is_file()) {
-                errors.push(format!("{flag} {}: no such file", p.display()));
+            (
+                "--service-account-signing-key-file",
+                &self.service_account_signing_key_file,
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(flag, path)| Some((flag, path.as_ref()?)))
+        .collect();
+        for path in &self.service_account_key_file {
+            files.push(("--service-account-key-file", path));
+        }
+        for (flag, path) in files {
+            if !path.is_file() {
+                errors.push(format!("{flag} {}: no such file", path.display()));
             }
+        }
+        if self.service_account_issuer.iter().any(String::is_empty) {
+            errors.push("--service-account-issuer must not be empty".into());
         }
         let modes = &self.authorization_mode;
         if modes.is_empty() || modes.iter().any(String::is_empty) {

@@ -7,6 +7,7 @@ pub mod rbac;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use actix_web::{HttpMessage, HttpRequest};
 
@@ -51,6 +52,15 @@ impl UserInfo {
         }
         out
     }
+}
+
+/// Who may do what: the configured authenticators and authorizers, and the service
+/// account token issuer (TokenRequest) and verifier (TokenReview).
+pub struct Auth {
+    pub authenticator: authn::Authenticator,
+    pub authorizer: authz::AuthorizerChain,
+    pub token_issuer: Arc<authn::serviceaccount::TokenIssuer>,
+    pub service_accounts: Arc<authn::serviceaccount::ServiceAccountTokens>,
 }
 
 /// The user the authentication filter attached to `req` (after impersonation), if it ran.

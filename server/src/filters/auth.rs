@@ -11,19 +11,13 @@ use actix_web::{web, HttpMessage};
 use rustls::pki_types::CertificateDer;
 
 use crate::api::ApiError;
-use crate::auth::authn::{bearer_token, Authenticator, Credentials};
+use crate::auth::authn::{bearer_token, Credentials};
 use crate::auth::authz::{Attributes, AuthorizerChain};
 use crate::auth::names::{
     ANONYMOUS, AUTHENTICATED, SERVICE_ACCOUNTS, SERVICE_ACCOUNT_PREFIX, UNAUTHENTICATED,
 };
-use crate::auth::UserInfo;
+use crate::auth::{Auth, UserInfo};
 use crate::endpoints::request_info::RequestInfo;
-
-/// Who may do what: the configured authenticators and authorizers.
-pub struct Auth {
-    pub authenticator: Authenticator,
-    pub authorizer: AuthorizerChain,
-}
 
 /// The client certificate chain of a TLS connection, kept with the connection.
 #[derive(Clone)]

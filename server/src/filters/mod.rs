@@ -48,7 +48,7 @@ pub fn handler_chain(
     state: web::Data<ApiState>,
     openapi: web::Data<OpenApi>,
     limits: web::Data<limits::ServingLimits>,
-    auth: web::Data<auth::Auth>,
+    auth: web::Data<crate::auth::Auth>,
 ) -> App<
     impl ServiceFactory<
         ServiceRequest,

@@ -1,6 +1,7 @@
 //! Start-up, in kube-apiserver's order: resource registration → flags → generic config
 //! (storage, serving certificates, admin kubeconfig) → the delegation chain → HTTPS.
 
+pub mod auth;
 pub mod chain;
 pub mod health;
 pub mod kubeconfig;
@@ -99,14 +100,14 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         opts.bind_address,
     )?;
     let admin_token = admin_token(&opts)?;
-    let (auth, client_verifier) = authentication(&opts, &admin_token)?;
-    let tls_config = tls::rustls_config(&cert, &opts.tls_policy(), client_verifier)?;
     let state = web::Data::new(ApiState {
         catalog: catalog.clone(),
         store,
         storage,
         crds_synced: Default::default(),
     });
+    let (auth, client_verifier) = auth::configure(&opts, &admin_token, &state)?;
+    let tls_config = tls::rustls_config(&cert, &opts.tls_policy(), client_verifier)?;
     bootstrap(&state).await?;
     crate::controllers::namespace::spawn(catalog.clone(), state.store.clone());
     crate::controllers::crd::spawn(
@@ -199,65 +200,6 @@ fn admin_token(opts: &ServerRunOptions) -> Result<String, String> {
     let token = uuid::Uuid::new_v4().simple().to_string();
     std::fs::write(&path, &token).map_err(|e| format!("writing {}: {e}", path.display()))?;
     Ok(token)
-}
-
-/// The name of the user the admin kubeconfig's token stands for.
-pub const ADMIN_USER: &str = "admin";
-
-/// The authentication chain and authorizers the flags ask for, and the TLS verifier that
-/// requests client certificates when `--client-ca-file` is given. The admin token the
-/// kubeconfig carries is a static token of [`ADMIN_USER`] in `system:masters`.
-fn authentication(
-    opts: &ServerRunOptions,
-    admin_token: &str,
-) -> Result<
-    (
-        filters::auth::Auth,
-        Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
-    ),
-    String,
-> {
-    use crate::auth::{authn, authz, names, UserInfo};
-    let mut tokens = match &opts.token_auth_file {
-        Some(path) => authn::token_file::StaticTokens::load(path)?,
-        None => authn::token_file::StaticTokens::default(),
-    };
-    tokens.insert(
-        admin_token.to_string(),
-        UserInfo {
-            name: ADMIN_USER.into(),
-            groups: vec![names::MASTERS.into()],
-            ..UserInfo::default()
-        },
-    );
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let x509 = match &opts.client_ca_file {
-        Some(path) => Some(authn::x509::X509Authenticator::load(
-            path,
-            provider.clone(),
-        )?),
-        None => None,
-    };
-    let verifier = x509.as_ref().map(|x| x.tls_verifier(provider));
-    let modes = opts
-        .authorization_mode
-        .iter()
-        .map(|mode| -> Arc<dyn authz::Authorizer> {
-            match mode.as_str() {
-                "AlwaysDeny" => Arc::new(authz::AlwaysDeny),
-                _ => Arc::new(authz::AlwaysAllow),
-            }
-        })
-        .collect();
-    let auth = filters::auth::Auth {
-        authenticator: authn::Authenticator {
-            x509,
-            tokens: vec![Arc::new(tokens)],
-            anonymous: opts.anonymous_auth,
-        },
-        authorizer: authz::AuthorizerChain::new(modes),
-    };
-    Ok((auth, verifier))
 }
 
 /// Objects every cluster starts with.

@@ -103,8 +103,13 @@ fn generate(
         |p: &Path, s: String| fs::write(p, s).map_err(|e| format!("writing {}: {e}", p.display()));
     write(ca_file, ca_cert.pem())?;
     write(cert_file, cert.pem() + &ca_cert.pem())?;
-    write(key_file, key.serialize_pem())?;
-    restrict(key_file);
+    write_private(key_file, &key.serialize_pem())
+}
+
+/// Writes a private key readable by its owner only.
+pub fn write_private(path: &Path, pem: &str) -> Result<(), String> {
+    fs::write(path, pem).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    restrict(path);
     Ok(())
 }
 
@@ -117,7 +122,6 @@ fn restrict(p: &Path) {
 #[cfg(not(unix))]
 fn restrict(_: &Path) {}
 
-/// A rustls server config from PEM files.
 /// What `--tls-min-version` and `--tls-cipher-suites` allow.
 #[derive(Clone, Debug, Default)]
 pub struct TlsPolicy {

@@ -4,6 +4,7 @@
 //! recognises but refuses (a certificate from another CA, an unknown or expired token)
 //! are 401 even with anonymous access on: a bad credential never becomes anonymous.
 
+pub mod serviceaccount;
 pub mod token_file;
 pub mod x509;
 
