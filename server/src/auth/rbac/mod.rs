@@ -1,1 +1,31 @@
 //! Role-based access control: the policy engine behind `--authorization-mode=RBAC`.
+//!
+//! Pure: no I/O, no HTTP. The server feeds it the RBAC objects of its watch caches
+//! (as JSON) and asks it questions from the request filter and the RBAC write paths.
+//!
+//! - `types.rs` — the rbac/v1 objects, read leniently from JSON.
+//! - `selector.rs` — label selectors (ClusterRole aggregation).
+//! - `attributes.rs` — a request's attributes and an authorizer's decision.
+//! - `rules.rs` — whether one rule allows one request.
+//! - `index.rs` — the snapshot indexed by subject: `authorize`, `rules_for`.
+//! - `escalation.rs` — `covers` and the checks of Role/binding writes.
+//! - `bootstrap.rs` — the default policy and its start-up reconciliation.
+//! - `aggregation.rs` — the rules of aggregated ClusterRoles.
+//! - `format.rs` — messages as upstream prints them.
+
+mod attributes;
+mod format;
+mod index;
+mod rules;
+mod selector;
+mod types;
+
+pub use attributes::{Attributes, Decision};
+pub use format::compact_rule;
+pub use index::{RbacIndex, RoleRefError, RulesFor};
+pub use rules::{rule_allows, rules_allow};
+pub use types::{
+    AggregationRule, ClusterRole, ClusterRoleBinding, Kind, LabelSelector,
+    LabelSelectorRequirement, Meta, ObjectIssue, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+    RBAC_API_VERSION, RBAC_GROUP, WILDCARD,
+};
