@@ -14,6 +14,7 @@
 //! - `format.rs` — messages as upstream prints them.
 
 mod attributes;
+mod escalation;
 mod format;
 mod index;
 mod rules;
@@ -21,6 +22,11 @@ mod selector;
 mod types;
 
 pub use attributes::{Attributes, Decision};
+pub use escalation::{
+    bind_attributes, check_cluster_role_binding_write, check_cluster_role_write,
+    check_role_binding_write, check_role_write, compact_rules, confirm_no_escalation, covers,
+    escalate_attributes, only_gc_fields_changed, EscalationError,
+};
 pub use format::compact_rule;
 pub use index::{RbacIndex, RoleRefError, RulesFor};
 pub use rules::{rule_allows, rules_allow};
