@@ -9,11 +9,14 @@
 //! - `rules.rs` — whether one rule allows one request.
 //! - `index.rs` — the snapshot indexed by subject: `authorize`, `rules_for`.
 //! - `escalation.rs` — `covers` and the checks of Role/binding writes.
-//! - `bootstrap.rs` — the default policy and its start-up reconciliation.
+//! - `bootstrap.rs` — the default policy and its start-up reconciliation (a public
+//!   module: `bootstrap::cluster_roles()`, `bootstrap::reconcile`).
 //! - `aggregation.rs` — the rules of aggregated ClusterRoles.
 //! - `format.rs` — messages as upstream prints them.
 
+mod aggregation;
 mod attributes;
+pub mod bootstrap;
 mod escalation;
 mod format;
 mod index;
@@ -21,6 +24,7 @@ mod rules;
 mod selector;
 mod types;
 
+pub use aggregation::{aggregate, with_rules};
 pub use attributes::{Attributes, Decision};
 pub use escalation::{
     bind_attributes, check_cluster_role_binding_write, check_cluster_role_write,
