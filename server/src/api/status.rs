@@ -265,12 +265,24 @@ impl ApiError {
 
     /// 404 NotFound for an object of `res`.
     pub fn not_found(res: &ApiResource, name: &str) -> Self {
+        Self::not_found_in_group(&res.def.group, &res.def.plural, name)
+    }
+
+    /// 404 NotFound for the object `name` of `resource` in `group`.
+    pub fn not_found_in_group(group: &str, resource: &str, name: &str) -> Self {
+        let mut details = json!({ "name": name, "kind": resource });
+        let qualified = if group.is_empty() {
+            resource.to_string()
+        } else {
+            details["group"] = json!(group);
+            format!("{resource}.{group}")
+        };
         ApiError {
-            details: Some(resource_details(res, name)),
+            details: Some(details),
             ..Self::new(
                 404,
                 StatusReason::NotFound,
-                format!("{} \"{name}\" not found", res.qualified_resource()),
+                format!("{qualified} \"{name}\" not found"),
             )
         }
     }

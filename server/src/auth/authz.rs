@@ -2,51 +2,32 @@
 //! first that allows or denies decides, as kube-apiserver's union authorizer. Members of
 //! `system:masters` are allowed everything before any mode is asked, as upstream.
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
+
+use super::rbac::RbacIndex;
 
 use super::names::MASTERS;
 use super::UserInfo;
 use crate::api::ApiError;
 use crate::endpoints::request_info::RequestInfo;
 
-/// What a request asks to do (upstream's authorizer attributes).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Attributes {
-    pub user: UserInfo,
-    /// An API verb (`get`, `list`, `watch`, `create`, ..., `impersonate`, `bind`), or the
-    /// lower-case HTTP method of a non-resource request.
-    pub verb: String,
-    pub resource_request: bool,
-    /// Empty at the cluster scope.
-    pub namespace: String,
-    pub api_group: String,
-    pub api_version: String,
-    pub resource: String,
-    pub subresource: String,
-    /// The object's name; for a list or watch with `fieldSelector=metadata.name=x`, `x`.
-    pub name: String,
-    /// The URL path of a non-resource request.
-    pub path: String,
-}
+pub use super::attributes::{Attributes, Decision};
 
-impl Attributes {
-    /// The attributes of a parsed request made by `user`.
-    pub fn of_request(user: UserInfo, info: &RequestInfo, query: &str) -> Attributes {
-        let mut name = info.name.clone().unwrap_or_default();
-        if name.is_empty() && matches!(info.verb.as_str(), "list" | "watch") {
-            name = selected_name(query).unwrap_or_default();
-        }
+impl<'a> Attributes<'a> {
+    /// The attributes of a parsed request made by `user`; `name` is the object's name,
+    /// or for a list or watch the one [`selected_name`] found.
+    pub fn of_request(user: &'a UserInfo, info: &'a RequestInfo, name: &'a str) -> Self {
         Attributes {
             user,
-            verb: info.verb.clone(),
+            verb: &info.verb,
             resource_request: info.is_resource_request,
-            namespace: info.namespace.clone().unwrap_or_default(),
-            api_group: info.api_group.clone(),
-            api_version: info.api_version.clone(),
-            resource: info.resource.clone(),
-            subresource: info.subresource.clone().unwrap_or_default(),
-            name,
-            path: info.path.clone(),
+            namespace: info.namespace.as_deref().unwrap_or_default(),
+            api_group: &info.api_group,
+            api_version: &info.api_version,
+            resource: &info.resource,
+            subresource: info.subresource.as_deref().unwrap_or_default(),
+            name: info.name.as_deref().unwrap_or(name),
+            path: &info.path,
         }
     }
 
@@ -56,7 +37,7 @@ impl Attributes {
         let mut why = if !self.resource_request {
             format!("User {user:?} cannot {} path {:?}", self.verb, self.path)
         } else {
-            let mut resource = self.resource.clone();
+            let mut resource = self.resource.to_string();
             if !self.subresource.is_empty() {
                 resource = format!("{resource}/{}", self.subresource);
             }
@@ -76,12 +57,16 @@ impl Attributes {
         if !self.resource_request {
             return ApiError::forbidden_request("", "", "", &why);
         }
-        ApiError::forbidden_request(&self.api_group, &self.resource, &self.name, &why)
+        ApiError::forbidden_request(self.api_group, self.resource, self.name, &why)
     }
 }
 
-/// `metadata.name=x` (or `==`) among the terms of a `fieldSelector` query parameter.
-fn selected_name(query: &str) -> Option<String> {
+/// The object a list or watch is limited to by `fieldSelector=metadata.name=x` (or
+/// `==`), which authorization treats as the request's name, as upstream does.
+pub fn selected_name(info: &RequestInfo, query: &str) -> Option<String> {
+    if info.name.is_some() || !matches!(info.verb.as_str(), "list" | "watch") {
+        return None;
+    }
     let selector = url_query_value(query, "fieldSelector")?;
     selector.split(',').find_map(|term| {
         let (key, value) = term.split_once("==").or_else(|| term.split_once('='))?;
@@ -99,24 +84,15 @@ fn url_query_value(query: &str, key: &str) -> Option<String> {
         .map(|(_, v)| v)
 }
 
-/// An authorizer's answer, with the reason it gives.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
-    Allow(String),
-    Deny(String),
-    /// Neither: the next authorizer is asked.
-    NoOpinion(String),
-}
-
 /// One `--authorization-mode`.
 pub trait Authorizer: Send + Sync {
-    fn authorize(&self, attrs: &Attributes) -> Decision;
+    fn authorize(&self, attrs: &Attributes<'_>) -> Decision;
 }
 
 /// `AlwaysAllow`.
 pub struct AlwaysAllow;
 impl Authorizer for AlwaysAllow {
-    fn authorize(&self, _: &Attributes) -> Decision {
+    fn authorize(&self, _: &Attributes<'_>) -> Decision {
         Decision::Allow(String::new())
     }
 }
@@ -124,8 +100,32 @@ impl Authorizer for AlwaysAllow {
 /// `AlwaysDeny`: has no opinion on anything, so only `system:masters` gets through.
 pub struct AlwaysDeny;
 impl Authorizer for AlwaysDeny {
-    fn authorize(&self, _: &Attributes) -> Decision {
+    fn authorize(&self, _: &Attributes<'_>) -> Decision {
         Decision::NoOpinion("Everything is forbidden.".into())
+    }
+}
+
+/// `--authorization-mode=RBAC`: answers from the latest snapshot of the policy.
+#[derive(Default)]
+pub struct RbacAuthorizer {
+    index: RwLock<Arc<RbacIndex>>,
+}
+
+impl RbacAuthorizer {
+    /// The current snapshot.
+    pub fn index(&self) -> Arc<RbacIndex> {
+        self.index.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Serves `index` from now on.
+    pub fn replace(&self, index: RbacIndex) {
+        *self.index.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(index);
+    }
+}
+
+impl Authorizer for RbacAuthorizer {
+    fn authorize(&self, attrs: &Attributes<'_>) -> Decision {
+        self.index().authorize(attrs)
     }
 }
 
@@ -142,7 +142,7 @@ impl AuthorizerChain {
     }
 
     /// Whether `attrs` is allowed; the reasons of the modes that had no opinion otherwise.
-    pub fn authorize(&self, attrs: &Attributes) -> Result<(), String> {
+    pub fn authorize(&self, attrs: &Attributes<'_>) -> Result<(), String> {
         if attrs.user.groups.iter().any(|g| g == MASTERS) {
             return Ok(());
         }
@@ -159,7 +159,7 @@ impl AuthorizerChain {
     }
 
     /// The same question, answered as a Status when refused.
-    pub fn check(&self, attrs: &Attributes) -> Result<(), ApiError> {
+    pub fn check(&self, attrs: &Attributes<'_>) -> Result<(), ApiError> {
         self.authorize(attrs)
             .map_err(|reason| attrs.forbidden(&reason))
     }
@@ -172,81 +172,103 @@ pub const MODES: &[&str] = &["AlwaysAllow", "AlwaysDeny", "RBAC"];
 mod tests {
     use super::*;
 
-    fn attrs(user: &str, groups: &[&str], method: &str, path: &str, query: &str) -> Attributes {
+    /// Checks `f` against the attributes of a request.
+    fn with_attrs(
+        user: &str,
+        groups: &[&str],
+        method: &str,
+        path: &str,
+        query: &str,
+        f: impl FnOnce(&Attributes<'_>),
+    ) {
         let user = UserInfo {
             name: user.into(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
             ..UserInfo::default()
         };
-        Attributes::of_request(user, &RequestInfo::parse(method, path, query), query)
+        let info = RequestInfo::parse(method, path, query);
+        let name = selected_name(&info, query).unwrap_or_default();
+        f(&Attributes::of_request(&user, &info, &name));
+    }
+
+    fn message(user: &str, method: &str, path: &str, reason: &str) -> String {
+        let mut out = String::new();
+        with_attrs(user, &[], method, path, "", |a| {
+            out = a.forbidden(reason).message
+        });
+        out
     }
 
     #[test]
     fn forbidden_messages_as_upstream_words_them() {
-        let a = attrs("x", &[], "GET", "/api/v1/namespaces/b/configmaps/c", "");
-        let e = a.forbidden("");
-        assert_eq!(e.code, 403);
-        assert_eq!(
-            e.message,
-            r#"configmaps "c" is forbidden: User "x" cannot get resource "configmaps" in API group "" in the namespace "b""#
-        );
-        let a = attrs(
+        with_attrs(
             "x",
             &[],
             "GET",
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            "/api/v1/namespaces/b/configmaps/c",
             "",
+            |a| assert_eq!(a.forbidden("").code, 403),
         );
         assert_eq!(
-            a.forbidden("").message,
+            message("x", "GET", "/api/v1/namespaces/b/configmaps/c", ""),
+            r#"configmaps "c" is forbidden: User "x" cannot get resource "configmaps" in API group "" in the namespace "b""#
+        );
+        assert_eq!(
+            message(
+                "x",
+                "GET",
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                ""
+            ),
             r#"customresourcedefinitions.apiextensions.k8s.io is forbidden: User "x" cannot list resource "customresourcedefinitions" in API group "apiextensions.k8s.io" at the cluster scope"#
         );
-        let a = attrs("system:anonymous", &[], "GET", "/", "");
         assert_eq!(
-            a.forbidden("").message,
+            message("system:anonymous", "GET", "/", ""),
             r#"forbidden: User "system:anonymous" cannot get path "/""#
         );
-        let a = attrs("x", &[], "PUT", "/api/v1/namespaces/b/secrets/s/status", "");
-        assert!(a.forbidden("RBAC: nope").message.ends_with(
+        assert!(message("x", "PUT", "/api/v1/namespaces/b/secrets/s/status", "RBAC: nope").ends_with(
             r#"cannot update resource "secrets/status" in API group "" in the namespace "b": RBAC: nope"#
         ));
     }
 
     #[test]
     fn a_name_field_selector_names_the_object_of_a_list_or_watch() {
-        let a = attrs(
+        let list = "/api/v1/namespaces/b/configmaps";
+        with_attrs(
             "x",
             &[],
             "GET",
-            "/api/v1/namespaces/b/configmaps",
+            list,
             "fieldSelector=metadata.name%3Dc&watch=1",
+            |a| assert_eq!((a.verb, a.name), ("watch", "c")),
         );
-        assert_eq!((a.verb.as_str(), a.name.as_str()), ("watch", "c"));
-        let a = attrs(
+        with_attrs(
             "x",
             &[],
             "GET",
-            "/api/v1/namespaces/b/configmaps",
+            list,
             "fieldSelector=metadata.name!%3Dc",
+            |a| assert_eq!(a.name, ""),
         );
-        assert_eq!(a.name, "");
     }
 
     #[test]
     fn masters_pass_first_decision_wins_otherwise() {
         let deny = AuthorizerChain::new(vec![Arc::new(AlwaysDeny), Arc::new(AlwaysAllow)]);
         let allow = AuthorizerChain::new(vec![Arc::new(AlwaysAllow), Arc::new(AlwaysDeny)]);
-        let a = attrs("x", &[], "GET", "/api/v1/namespaces", "");
-        // AlwaysDeny has no opinion, so the next mode decides.
-        assert!(deny.authorize(&a).is_ok());
-        assert!(allow.authorize(&a).is_ok());
         let only_deny = AuthorizerChain::new(vec![Arc::new(AlwaysDeny)]);
-        assert_eq!(
-            only_deny.authorize(&a),
-            Err("Everything is forbidden.".into())
-        );
-        let admin = attrs("admin", &[MASTERS], "GET", "/api/v1/namespaces", "");
-        assert!(only_deny.authorize(&admin).is_ok());
-        assert!(AuthorizerChain::default().authorize(&a).is_err());
+        with_attrs("x", &[], "GET", "/api/v1/namespaces", "", |a| {
+            // AlwaysDeny has no opinion, so the next mode decides.
+            assert!(deny.authorize(a).is_ok());
+            assert!(allow.authorize(a).is_ok());
+            assert_eq!(
+                only_deny.authorize(a),
+                Err("Everything is forbidden.".into())
+            );
+            assert!(AuthorizerChain::default().authorize(a).is_err());
+        });
+        with_attrs("admin", &[MASTERS], "GET", "/api/v1/namespaces", "", |a| {
+            assert!(only_deny.authorize(a).is_ok())
+        });
     }
 }

@@ -1,8 +1,10 @@
-//! Who is asking, and whether they may: authentication (`authn`), authorization (`authz`)
-//! and the RBAC policy engine (`rbac`).
+//! Who is asking, and whether they may: authentication (`authn`), what a request asks
+//! (`attributes`), authorization (`authz`) and the RBAC policy engine (`rbac`).
 
+pub mod attributes;
 pub mod authn;
 pub mod authz;
+pub mod escalation;
 pub mod rbac;
 
 use std::collections::BTreeMap;
@@ -61,6 +63,8 @@ pub struct Auth {
     pub authorizer: authz::AuthorizerChain,
     pub token_issuer: Arc<authn::serviceaccount::TokenIssuer>,
     pub service_accounts: Arc<authn::serviceaccount::ServiceAccountTokens>,
+    /// The RBAC mode, when `--authorization-mode` has it.
+    pub rbac: Option<Arc<authz::RbacAuthorizer>>,
 }
 
 /// The user the authentication filter attached to `req` (after impersonation), if it ran.

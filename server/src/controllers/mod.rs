@@ -3,3 +3,4 @@
 pub mod crd;
 pub mod definitions;
 pub mod namespace;
+pub mod rbac;

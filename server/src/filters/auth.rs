@@ -12,7 +12,7 @@ use rustls::pki_types::CertificateDer;
 
 use crate::api::ApiError;
 use crate::auth::authn::{bearer_token, Credentials};
-use crate::auth::authz::{Attributes, AuthorizerChain};
+use crate::auth::authz::{selected_name, Attributes, AuthorizerChain};
 use crate::auth::names::{
     ANONYMOUS, AUTHENTICATED, SERVICE_ACCOUNTS, SERVICE_ACCOUNT_PREFIX, UNAUTHENTICATED,
 };
@@ -106,7 +106,8 @@ pub async fn authorize(
         .get::<Rc<RequestInfo>>()
         .cloned()
         .ok_or_else(|| ApiError::internal("no request info"))?;
-    let attrs = Attributes::of_request((*user).clone(), &info, req.query_string());
+    let name = selected_name(&info, req.query_string()).unwrap_or_default();
+    let attrs = Attributes::of_request(&user, &info, &name);
     auth_of(&req).authorizer.check(&attrs)?;
     next.call(req)
         .await
@@ -184,17 +185,11 @@ impl Impersonation {
         authz: &AuthorizerChain,
     ) -> Result<UserInfo, ApiError> {
         let check = |resource: &str, group: &str, namespace: &str, name: &str, sub: &str| {
-            authz.check(&Attributes {
-                user: requester.clone(),
-                verb: "impersonate".into(),
-                resource_request: true,
-                namespace: namespace.into(),
-                api_group: group.into(),
-                resource: resource.into(),
-                subresource: sub.into(),
-                name: name.into(),
-                ..Attributes::default()
-            })
+            let attrs = Attributes::resource(requester, "impersonate", group, resource)
+                .in_namespace(namespace)
+                .named(name)
+                .with_subresource(sub);
+            authz.check(&attrs)
         };
         let service_account = self
             .user

@@ -8,6 +8,7 @@ use base64::Engine;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
+use super::admission::ValidatingAdmission;
 use super::{managed_fields, schema};
 use crate::api::meta::{
     kept_on_update, meta_str, metadata_mut, now_rfc3339, server_set_fields, validate_name,
@@ -46,7 +47,7 @@ pub struct ObjectList<T = Value> {
 }
 
 /// Who writes, and whether for real.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct WriteContext {
     /// `dryRun=All`: run everything, persist nothing.
     pub dry_run: bool,
@@ -55,6 +56,19 @@ pub struct WriteContext {
     /// The object's managedFields were computed by server-side apply: keep them as given
     /// instead of recording an Update.
     pub apply: bool,
+    /// Validating admission the final object must pass (the requester's checks).
+    pub admission: Option<Arc<dyn ValidatingAdmission>>,
+}
+
+impl std::fmt::Debug for WriteContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteContext")
+            .field("dry_run", &self.dry_run)
+            .field("manager", &self.manager)
+            .field("apply", &self.apply)
+            .field("admission", &self.admission.is_some())
+            .finish()
+    }
 }
 
 impl WriteContext {
@@ -64,6 +78,7 @@ impl WriteContext {
             dry_run: false,
             manager: manager.to_string(),
             apply: false,
+            admission: None,
         }
     }
 }
@@ -596,6 +611,9 @@ impl Store {
             }
             let name = meta_str(&obj, "name").unwrap_or_default().to_string();
             self.validate(res, &obj, None, &name)?;
+            if let Some(admission) = &ctx.admission {
+                admission.validate(res, &obj, None, "")?;
+            }
             if ctx.dry_run {
                 return Ok(obj);
             }
@@ -801,6 +819,9 @@ impl Store {
             metadata_mut(&mut obj).insert("generation".into(), json!(generation));
         }
         self.validate(res, &obj, Some(&old), name)?;
+        if let Some(admission) = &ctx.admission {
+            admission.validate(res, &obj, Some(&old), name)?;
+        }
         if !ctx.apply {
             // managedFields are the server's: carry them over, then record this write.
             match old["metadata"].get("managedFields") {

@@ -11,6 +11,7 @@ use rustls::server::danger::ClientCertVerifier;
 use crate::api::options::ReadAt;
 use crate::auth::authn::serviceaccount::{ObjectLookup, ServiceAccountTokens, TokenIssuer};
 use crate::auth::authn::{token_file::StaticTokens, x509::X509Authenticator, Authenticator};
+use crate::auth::authz::RbacAuthorizer;
 use crate::auth::{authz, names, Auth, UserInfo};
 use crate::endpoints::ApiState;
 use crate::options::ServerRunOptions;
@@ -18,14 +19,21 @@ use crate::options::ServerRunOptions;
 /// The name of the user the admin kubeconfig's token stands for.
 pub const ADMIN_USER: &str = "admin";
 
-/// The authentication chain and authorizers the flags ask for, and the TLS verifier that
-/// requests client certificates when `--client-ca-file` is given. The admin token the
+/// What [`configure`] sets up: the chain, the TLS verifier that requests client
+/// certificates when `--client-ca-file` is given, and the RBAC authorizer to start.
+pub struct Configured {
+    pub auth: Auth,
+    pub client_verifier: Option<Arc<dyn ClientCertVerifier>>,
+    pub rbac: Option<Arc<RbacAuthorizer>>,
+}
+
+/// The authentication chain and authorizers the flags ask for. The admin token the
 /// kubeconfig carries is a static token of [`ADMIN_USER`] in `system:masters`.
 pub fn configure(
     opts: &ServerRunOptions,
     admin_token: &str,
     state: &web::Data<ApiState>,
-) -> Result<(Auth, Option<Arc<dyn ClientCertVerifier>>), String> {
+) -> Result<Configured, String> {
     let mut tokens = match &opts.token_auth_file {
         Some(path) => StaticTokens::load(path)?,
         None => StaticTokens::default(),
@@ -45,12 +53,14 @@ pub fn configure(
     };
     let verifier = x509.as_ref().map(|x| x.tls_verifier(provider));
     let (token_issuer, service_accounts) = service_account_tokens(opts, state)?;
+    let mut rbac: Option<Arc<RbacAuthorizer>> = None;
     let modes = opts
         .authorization_mode
         .iter()
         .map(|mode| -> Arc<dyn authz::Authorizer> {
             match mode.as_str() {
                 "AlwaysDeny" => Arc::new(authz::AlwaysDeny),
+                "RBAC" => rbac.get_or_insert_with(Default::default).clone(),
                 _ => Arc::new(authz::AlwaysAllow),
             }
         })
@@ -64,8 +74,13 @@ pub fn configure(
         authorizer: authz::AuthorizerChain::new(modes),
         token_issuer,
         service_accounts,
+        rbac: rbac.clone(),
     };
-    Ok((auth, verifier))
+    Ok(Configured {
+        auth,
+        client_verifier: verifier,
+        rbac,
+    })
 }
 
 /// The token issuer and verifier: the signing key of the flag, or one generated once

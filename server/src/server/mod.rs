@@ -106,9 +106,12 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         storage,
         crds_synced: Default::default(),
     });
-    let (auth, client_verifier) = auth::configure(&opts, &admin_token, &state)?;
-    let tls_config = tls::rustls_config(&cert, &opts.tls_policy(), client_verifier)?;
+    let configured = auth::configure(&opts, &admin_token, &state)?;
+    let tls_config = tls::rustls_config(&cert, &opts.tls_policy(), configured.client_verifier)?;
     bootstrap(&state).await?;
+    if let Some(rbac) = configured.rbac {
+        crate::controllers::rbac::start(catalog.clone(), state.store.clone(), rbac).await?;
+    }
     crate::controllers::namespace::spawn(catalog.clone(), state.store.clone());
     crate::controllers::crd::spawn(
         catalog.clone(),
@@ -127,7 +130,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         opts.max_mutating_requests_inflight,
         opts.request_timeout,
     ));
-    let auth = web::Data::new(auth);
+    let auth = web::Data::new(configured.auth);
     let mut server = HttpServer::new(move || {
         filters::handler_chain(
             app_state.clone(),

@@ -8,7 +8,6 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::attributes::{Attributes, Decision};
 use super::format::{aggregate_errors, compact_rule, go_quote, go_quote_list};
 use super::index::{RbacIndex, RoleRefError};
 use super::rules::url_covers;
@@ -16,6 +15,7 @@ use super::types::{
     ClusterRole, ClusterRoleBinding, Kind, PolicyRule, Role, RoleBinding, RoleRef, RBAC_GROUP,
     WILDCARD,
 };
+use crate::auth::attributes::{Attributes, Decision};
 use crate::auth::UserInfo;
 
 /// How many single-verb rules a check may break requested rules into. Past it, a rule

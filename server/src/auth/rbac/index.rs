@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::attributes::{Attributes, Decision};
 use super::format::{aggregate_errors, go_quote};
 use super::rules::rules_allow;
 use super::types::{
     ClusterRole, ClusterRoleBinding, Kind, ObjectIssue, PolicyRule, Role, RoleBinding, RoleRef,
     Subject, RBAC_GROUP,
 };
+use crate::auth::attributes::{Attributes, Decision};
 use crate::auth::names::SERVICE_ACCOUNT_PREFIX;
 use crate::auth::UserInfo;
 

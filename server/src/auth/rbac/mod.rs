@@ -5,7 +5,6 @@
 //!
 //! - `types.rs` — the rbac/v1 objects, read leniently from JSON.
 //! - `selector.rs` — label selectors (ClusterRole aggregation).
-//! - `attributes.rs` — a request's attributes and an authorizer's decision.
 //! - `rules.rs` — whether one rule allows one request.
 //! - `index.rs` — the snapshot indexed by subject: `authorize`, `rules_for`.
 //! - `escalation.rs` — `covers` and the checks of Role/binding writes.
@@ -15,7 +14,6 @@
 //! - `format.rs` — messages as upstream prints them.
 
 mod aggregation;
-mod attributes;
 pub mod bootstrap;
 mod escalation;
 mod format;
@@ -24,8 +22,8 @@ mod rules;
 mod selector;
 mod types;
 
+pub use crate::auth::attributes::{Attributes, Decision};
 pub use aggregation::{aggregate, with_rules};
-pub use attributes::{Attributes, Decision};
 pub use escalation::{
     bind_attributes, check_cluster_role_binding_write, check_cluster_role_write,
     check_role_binding_write, check_role_write, compact_rules, confirm_no_escalation, covers,

@@ -3,8 +3,8 @@
 //! Only `*` and `*/<subresource>` are resource wildcards: `pods/*` names a subresource
 //! literally called `*`, as upstream's authorizer reads it.
 
-use super::attributes::Attributes;
 use super::types::{PolicyRule, WILDCARD};
+use crate::auth::attributes::Attributes;
 
 /// Whether `rule` allows the request `attrs`.
 pub fn rule_allows(attrs: &Attributes<'_>, rule: &PolicyRule) -> bool {

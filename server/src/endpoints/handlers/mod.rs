@@ -19,7 +19,9 @@ use super::negotiation::{decode_body, representation, Representation};
 use super::{ApiState, RequestScope};
 use crate::api::options::{FieldValidation, ReadAt, WriteOptions};
 use crate::api::ApiError;
+use crate::auth::escalation::EscalationCheck;
 use crate::catalog::ApiResource;
+use crate::registry::admission::ValidatingAdmission;
 use crate::registry::managed_fields::manager_name;
 use crate::registry::schema::prune;
 use crate::registry::store::{ObjectList, WriteContext};
@@ -66,7 +68,18 @@ fn write_context(req: &HttpRequest, opts: &WriteOptions) -> WriteContext {
         dry_run: opts.dry_run,
         manager: manager_name(opts.field_manager.as_deref(), ua),
         apply: false,
+        admission: admission(req),
     }
+}
+
+/// The validating admission of the requester's writes: RBAC's escalation checks.
+fn admission(req: &HttpRequest) -> Option<std::sync::Arc<dyn ValidatingAdmission>> {
+    let user = crate::auth::user(req)?;
+    let auth = req.app_data::<web::Data<crate::auth::Auth>>()?.clone();
+    Some(std::sync::Arc::new(EscalationCheck {
+        user: std::sync::Arc::new((*user).clone()),
+        auth,
+    }))
 }
 
 /// Applies `fieldValidation` to unknown fields: Strict rejects, Warn (default) warns,

@@ -1,0 +1,103 @@
+//! RBAC's privilege-escalation prevention on writes of roles and bindings, as a
+//! validating admission check: writing a Role or ClusterRole needs its rules already
+//! held (or `escalate`), a binding needs the bound role's rules (or `bind`), as
+//! kube-apiserver's RBAC storage enforces.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::attributes::{Attributes, Decision};
+use super::rbac::{self, EscalationError, RbacIndex, RoleRefError};
+use super::{Auth, UserInfo};
+use crate::api::ApiError;
+use crate::catalog::ApiResource;
+use crate::registry::admission::ValidatingAdmission;
+
+/// The check for one request's writes.
+pub struct EscalationCheck {
+    pub user: Arc<UserInfo>,
+    pub auth: actix_web::web::Data<Auth>,
+}
+
+impl EscalationCheck {
+    /// The requester's policy: the RBAC snapshot, or none when RBAC is off (then only
+    /// `escalate`/`bind` allowed by the other modes lets a write through).
+    fn index(&self) -> Arc<RbacIndex> {
+        match &self.auth.rbac {
+            Some(rbac) => rbac.index(),
+            None => Arc::new(RbacIndex::default()),
+        }
+    }
+
+    /// The escalate/bind question, asked of the whole authorizer chain.
+    fn ask(&self, attrs: &Attributes<'_>) -> Decision {
+        match self.auth.authorizer.authorize(attrs) {
+            Ok(()) => Decision::Allow(String::new()),
+            Err(reason) => Decision::NoOpinion(reason),
+        }
+    }
+}
+
+impl ValidatingAdmission for EscalationCheck {
+    fn validate(
+        &self,
+        res: &ApiResource,
+        new: &Value,
+        old: Option<&Value>,
+        name: &str,
+    ) -> Result<(), ApiError> {
+        if res.def.group != rbac::RBAC_GROUP {
+            return Ok(());
+        }
+        // Finalizers and owner references may change without holding the rules.
+        if old.is_some_and(|old| rbac::only_gc_fields_changed(old, new)) {
+            return Ok(());
+        }
+        let (index, user) = (self.index(), self.user.as_ref());
+        let ask = |a: &Attributes<'_>| self.ask(a);
+        let unreadable = |e: rbac::ObjectIssue| ApiError::bad_request(e.reason);
+        let result = match res.def.plural.as_str() {
+            "roles" => {
+                let role = rbac::Role::from_json(new).map_err(unreadable)?;
+                rbac::check_role_write(&index, user, &role, name, ask)
+            }
+            "clusterroles" => {
+                let role = rbac::ClusterRole::from_json(new).map_err(unreadable)?;
+                let old = old.and_then(|o| rbac::ClusterRole::from_json(o).ok());
+                rbac::check_cluster_role_write(&index, user, &role, old.as_ref(), name, ask)
+            }
+            "rolebindings" => {
+                let binding = rbac::RoleBinding::from_json(new).map_err(unreadable)?;
+                rbac::check_role_binding_write(&index, user, &binding, ask)
+            }
+            "clusterrolebindings" => {
+                let binding = rbac::ClusterRoleBinding::from_json(new).map_err(unreadable)?;
+                rbac::check_cluster_role_binding_write(&index, user, &binding, ask)
+            }
+            _ => Ok(()),
+        };
+        result.map_err(status)
+    }
+}
+
+/// The Status of a refused write, as upstream answers it.
+fn status(e: EscalationError) -> ApiError {
+    match &e {
+        EscalationError::Forbidden {
+            resource,
+            name,
+            message,
+        } => {
+            let mut err = ApiError::forbidden_request(rbac::RBAC_GROUP, resource, name, "");
+            err.message = message.clone();
+            err
+        }
+        EscalationError::RoleRef(RoleRefError::NotFound { kind, name }) => {
+            ApiError::not_found_in_group(rbac::RBAC_GROUP, kind.resource(), name)
+        }
+        EscalationError::RoleRef(RoleRefError::Unsupported(_)) => {
+            ApiError::bad_request(e.message())
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! RBAC in the server: the bootstrap policy reconciled at start-up, the authorizer's
+//! [`RbacIndex`] rebuilt from the watch caches whenever a Role, ClusterRole or binding
+//! changes, and aggregated ClusterRoles kept equal to the union of the roles they
+//! select (upstream's clusterrole-aggregation controller).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use crate::api::options::{DeleteOptions, ListOptions, ReadAt};
+use crate::api::selectors::{FieldSelector, LabelSelector};
+use crate::auth::authz::RbacAuthorizer;
+use crate::auth::rbac::{self, bootstrap, RbacIndex};
+use crate::catalog::{ApiResource, Catalog};
+use crate::registry::store::{Target, WatchStart, WriteContext};
+use crate::registry::Store;
+
+/// The field manager of the controller's writes.
+const MANAGER: &str = "rbac-controller";
+/// A full rebuild at least this often, whatever the watches say (they may have ended).
+const RESYNC: Duration = Duration::from_secs(30);
+
+/// The four RBAC kinds as catalog entries, in the order [`RbacIndex::from_json`] takes.
+struct Kinds([Arc<ApiResource>; 4]);
+
+impl Kinds {
+    fn find(catalog: &Catalog) -> Option<Kinds> {
+        let get = |plural| catalog.get(rbac::RBAC_GROUP, "v1", plural);
+        Some(Kinds([
+            get("roles")?,
+            get("clusterroles")?,
+            get("rolebindings")?,
+            get("clusterrolebindings")?,
+        ]))
+    }
+}
+
+/// Reconciles the bootstrap policy and builds the first snapshot (so the first request
+/// served is authorized by it), then keeps the snapshot current from a task.
+pub async fn start(
+    catalog: Arc<Catalog>,
+    store: Store,
+    authorizer: Arc<RbacAuthorizer>,
+) -> Result<(), String> {
+    let Some(kinds) = Kinds::find(&catalog) else {
+        return Err(
+            "--authorization-mode=RBAC needs the rbac.authorization.k8s.io/v1 kinds".into(),
+        );
+    };
+    reconcile_bootstrap(&store, &kinds).await?;
+    aggregate_all(&store, &kinds).await;
+    authorizer.replace(build(&store, &kinds).await?);
+    tokio::spawn(follow(store, kinds, authorizer));
+    Ok(())
+}
+
+/// Writes what the bootstrap policy lacks, as upstream's reconciliation does at start-up.
+async fn reconcile_bootstrap(store: &Store, kinds: &Kinds) -> Result<(), String> {
+    let [_, cluster_roles, _, cluster_role_bindings] = &kinds.0;
+    let objects = bootstrap::cluster_roles()
+        .into_iter()
+        .map(|o| (cluster_roles, o))
+        .chain(
+            bootstrap::cluster_role_bindings()
+                .into_iter()
+                .map(|o| (cluster_role_bindings, o)),
+        );
+    let ctx = WriteContext::new(MANAGER);
+    for (res, wanted) in objects {
+        let name = wanted["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let existing = match store.get(res, None, &name).await {
+            Ok(obj) => Some(obj),
+            Err(e) if e.is_not_found() => None,
+            Err(e) => return Err(format!("reading {} {name}: {e}", res.def.plural)),
+        };
+        let Some(change) = bootstrap::reconcile(existing.as_ref(), &wanted) else {
+            continue;
+        };
+        let written = match change.op {
+            bootstrap::ReconcileOp::Create => store.create(res, None, change.object, &ctx).await,
+            bootstrap::ReconcileOp::Update => {
+                store
+                    .update(res, None, &name, change.object, Target::Main, &ctx)
+                    .await
+            }
+            bootstrap::ReconcileOp::Recreate => {
+                store
+                    .delete(res, None, &name, &DeleteOptions::default())
+                    .await
+                    .ok();
+                store.create(res, None, change.object, &ctx).await
+            }
+        };
+        written.map_err(|e| format!("reconciling {} {name}: {e}", res.def.plural))?;
+    }
+    Ok(())
+}
+
+/// As informers read: from the watch cache.
+fn from_cache() -> ListOptions {
+    ListOptions {
+        at: ReadAt::Any,
+        ..ListOptions::default()
+    }
+}
+
+async fn list(store: &Store, res: &ApiResource) -> Result<Vec<Value>, String> {
+    Ok(store
+        .list(res, None, &from_cache())
+        .await
+        .map_err(|e| format!("listing {}: {e}", res.def.plural))?
+        .items)
+}
+
+/// A snapshot of the policy as the watch caches hold it.
+async fn build(store: &Store, kinds: &Kinds) -> Result<RbacIndex, String> {
+    let [roles, cluster_roles, role_bindings, cluster_role_bindings] = &kinds.0;
+    let index = RbacIndex::from_json(
+        &list(store, roles).await?,
+        &list(store, cluster_roles).await?,
+        &list(store, role_bindings).await?,
+        &list(store, cluster_role_bindings).await?,
+    );
+    for issue in index.issues() {
+        tracing::debug!(?issue, "RBAC object grants nothing");
+    }
+    Ok(index)
+}
+
+/// Writes the rules of each aggregated ClusterRole that differ from the union of the
+/// roles it selects; each write brings another pass, until nothing changes.
+async fn aggregate_all(store: &Store, kinds: &Kinds) {
+    let cluster_roles = &kinds.0[1];
+    let Ok(all) = list(store, cluster_roles).await else {
+        return;
+    };
+    for role in &all {
+        match rbac::aggregate(role, &all) {
+            Ok(Some(rules)) => {
+                let name = role["metadata"]["name"].as_str().unwrap_or_default();
+                let updated = rbac::with_rules(role, &rules);
+                let ctx = WriteContext::new("clusterrole-aggregation-controller");
+                if let Err(e) = store
+                    .update(cluster_roles, None, name, updated, Target::Main, &ctx)
+                    .await
+                {
+                    if !e.is_conflict() {
+                        tracing::warn!("aggregating clusterrole {name}: {e}");
+                    }
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!("aggregating a clusterrole: {e}"),
+        }
+    }
+}
+
+/// Rebuilds after every change of an RBAC object (changes arriving together make one
+/// rebuild), and every [`RESYNC`].
+async fn follow(store: Store, kinds: Kinds, authorizer: Arc<RbacAuthorizer>) {
+    let changed = Arc::new(Notify::new());
+    for res in &kinds.0 {
+        tokio::spawn(watch(store.clone(), res.clone(), changed.clone()));
+    }
+    loop {
+        let _ = tokio::time::timeout(RESYNC, changed.notified()).await;
+        aggregate_all(&store, &kinds).await;
+        match build(&store, &kinds).await {
+            Ok(index) => authorizer.replace(index),
+            Err(e) => tracing::warn!("RBAC: {e}"),
+        }
+    }
+}
+
+/// Tells `changed` of every event of `res`, re-watching when a watch ends.
+async fn watch(store: Store, res: Arc<ApiResource>, changed: Arc<Notify>) {
+    loop {
+        let started = store
+            .watch(
+                res.clone(),
+                None,
+                WatchStart::State(ReadAt::Any),
+                LabelSelector::default(),
+                FieldSelector::default(),
+            )
+            .await;
+        // The current objects come first (as ADDED), so what changed while no watch ran
+        // is seen too.
+        if let Ok(mut w) = started {
+            while let Some(Ok(_)) = w.next().await {
+                changed.notify_one();
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
