@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, RwLock};
 
-use super::rbac::RbacIndex;
+use super::rbac::{PolicyRule, RbacIndex, RulesFor, WILDCARD};
 
 use super::names::MASTERS;
 use super::UserInfo;
@@ -87,6 +87,15 @@ fn url_query_value(query: &str, key: &str) -> Option<String> {
 /// One `--authorization-mode`.
 pub trait Authorizer: Send + Sync {
     fn authorize(&self, attrs: &Attributes<'_>) -> Decision;
+
+    /// What `user` may do in `namespace` (SelfSubjectRulesReview); by default nothing
+    /// known, so incomplete.
+    fn rules_for(&self, _user: &UserInfo, _namespace: &str) -> RulesFor {
+        RulesFor {
+            incomplete: true,
+            ..RulesFor::default()
+        }
+    }
 }
 
 /// `AlwaysAllow`.
@@ -95,6 +104,15 @@ impl Authorizer for AlwaysAllow {
     fn authorize(&self, _: &Attributes<'_>) -> Decision {
         Decision::Allow(String::new())
     }
+
+    fn rules_for(&self, _user: &UserInfo, _namespace: &str) -> RulesFor {
+        let all = [WILDCARD];
+        RulesFor {
+            resource_rules: vec![PolicyRule::resource(&all, &all, &all)],
+            non_resource_rules: vec![PolicyRule::non_resource(&all, &all)],
+            ..RulesFor::default()
+        }
+    }
 }
 
 /// `AlwaysDeny`: has no opinion on anything, so only `system:masters` gets through.
@@ -102,6 +120,10 @@ pub struct AlwaysDeny;
 impl Authorizer for AlwaysDeny {
     fn authorize(&self, _: &Attributes<'_>) -> Decision {
         Decision::NoOpinion("Everything is forbidden.".into())
+    }
+
+    fn rules_for(&self, _user: &UserInfo, _namespace: &str) -> RulesFor {
+        RulesFor::default()
     }
 }
 
@@ -127,6 +149,10 @@ impl Authorizer for RbacAuthorizer {
     fn authorize(&self, attrs: &Attributes<'_>) -> Decision {
         self.index().authorize(attrs)
     }
+
+    fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesFor {
+        self.index().rules_for(user, namespace)
+    }
 }
 
 /// The configured modes, in order.
@@ -141,21 +167,42 @@ impl AuthorizerChain {
         AuthorizerChain { modes }
     }
 
-    /// Whether `attrs` is allowed; the reasons of the modes that had no opinion otherwise.
-    pub fn authorize(&self, attrs: &Attributes<'_>) -> Result<(), String> {
+    /// The first Allow or Deny of the modes; NoOpinion with their reasons when none
+    /// decides.
+    pub fn decide(&self, attrs: &Attributes<'_>) -> Decision {
         if attrs.user.groups.iter().any(|g| g == MASTERS) {
-            return Ok(());
+            return Decision::Allow(String::new());
         }
         let mut reasons = Vec::new();
         for mode in &self.modes {
             match mode.authorize(attrs) {
-                Decision::Allow(_) => return Ok(()),
-                Decision::Deny(reason) => return Err(reason),
                 Decision::NoOpinion(reason) if !reason.is_empty() => reasons.push(reason),
                 Decision::NoOpinion(_) => {}
+                decided => return decided,
             }
         }
-        Err(reasons.join("\n"))
+        Decision::NoOpinion(reasons.join("\n"))
+    }
+
+    /// Whether `attrs` is allowed; the reason it is not otherwise.
+    pub fn authorize(&self, attrs: &Attributes<'_>) -> Result<(), String> {
+        match self.decide(attrs) {
+            Decision::Allow(_) => Ok(()),
+            Decision::Deny(reason) | Decision::NoOpinion(reason) => Err(reason),
+        }
+    }
+
+    /// The rules of every mode together; incomplete when one of them is.
+    pub fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesFor {
+        let mut all = RulesFor::default();
+        for mode in &self.modes {
+            let rules = mode.rules_for(user, namespace);
+            all.resource_rules.extend(rules.resource_rules);
+            all.non_resource_rules.extend(rules.non_resource_rules);
+            all.incomplete |= rules.incomplete;
+            all.errors.extend(rules.errors);
+        }
+        all
     }
 
     /// The same question, answered as a Status when refused.

@@ -6,6 +6,7 @@ pub mod authn;
 pub mod authz;
 pub mod escalation;
 pub mod rbac;
+pub mod reviews;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;

@@ -36,6 +36,22 @@ pub struct Unauthenticated(pub Vec<String>);
 pub trait TokenAuthenticator: Send + Sync {
     /// `Ok(None)`: not a token of this kind; `Err`: one of this kind that is not valid.
     async fn authenticate_token(&self, token: &str) -> Result<Option<UserInfo>, String>;
+
+    /// For a token meant for one of `wanted` (TokenReview's audiences): the user and the
+    /// audiences it is good for. A token without audiences (a static one) is good for
+    /// the API's own, `api`, as upstream treats audience-agnostic authenticators.
+    async fn authenticate_for(
+        &self,
+        token: &str,
+        wanted: &[String],
+        api: &[String],
+    ) -> Result<Option<(UserInfo, Vec<String>)>, String> {
+        let both: Vec<String> = wanted.iter().filter(|a| api.contains(a)).cloned().collect();
+        if both.is_empty() {
+            return Ok(None);
+        }
+        Ok(self.authenticate_token(token).await?.map(|u| (u, both)))
+    }
 }
 
 /// The authentication chain: client certificates, then bearer tokens, then anonymous.
@@ -88,6 +104,30 @@ impl Authenticator {
             errors.push("no credentials, and anonymous access is off".into());
         }
         Err(Unauthenticated(errors))
+    }
+}
+
+impl Authenticator {
+    /// TokenReview: the user of a bearer token meant for one of `wanted`, and the
+    /// audiences it is good for; the reasons it is not valid otherwise.
+    pub async fn review_token(
+        &self,
+        token: &str,
+        wanted: &[String],
+        api: &[String],
+    ) -> Result<(UserInfo, Vec<String>), Vec<String>> {
+        let mut errors = Vec::new();
+        for authenticator in &self.tokens {
+            match authenticator.authenticate_for(token, wanted, api).await {
+                Ok(Some((user, audiences))) => return Ok((authenticated(user), audiences)),
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        if errors.is_empty() {
+            errors.push("invalid bearer token".into());
+        }
+        Err(errors)
     }
 }
 

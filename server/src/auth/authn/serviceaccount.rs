@@ -207,7 +207,7 @@ impl ServiceAccountTokens {
 
     /// The user a token names and the audiences of `wanted` it is for; `Ok(None)` for a
     /// token that is not a JWT of one of our issuers.
-    pub async fn authenticate_for(
+    pub async fn verified_for(
         &self,
         token: &str,
         wanted: &[String],
@@ -326,9 +326,18 @@ impl ServiceAccountTokens {
 impl TokenAuthenticator for ServiceAccountTokens {
     async fn authenticate_token(&self, token: &str) -> Result<Option<UserInfo>, String> {
         Ok(self
-            .authenticate_for(token, &self.audiences)
+            .verified_for(token, &self.audiences)
             .await?
             .map(|(user, _)| user))
+    }
+
+    async fn authenticate_for(
+        &self,
+        token: &str,
+        wanted: &[String],
+        _api: &[String],
+    ) -> Result<Option<(UserInfo, Vec<String>)>, String> {
+        self.verified_for(token, wanted).await
     }
 }
 
