@@ -151,7 +151,7 @@ pub struct ServerRunOptions {
     #[arg(
         long = "authorization-mode",
         value_delimiter = ',',
-        default_value = "AlwaysAllow"
+        default_value = "RBAC"
     )]
     pub authorization_mode: Vec<String>,
 

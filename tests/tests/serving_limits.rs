@@ -16,6 +16,7 @@ import socket, ssl, sys
 tls = ssl.create_default_context(cafile=sys.argv[2])
 conn = tls.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), server_hostname="127.0.0.1")
 conn.sendall(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+             b"Authorization: Bearer " + sys.argv[3].encode() + b"\r\n"
              b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n")
 print("sent", flush=True)
 while True:
@@ -25,6 +26,15 @@ while True:
     sys.stdout.write(data.decode(errors="replace"))
     sys.stdout.flush()
 "#;
+
+/// The admin kubeconfig's token (the stalled client writes as admin).
+fn admin_token(s: &TestServer) -> String {
+    let path = s.data_dir().join("admin.token");
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+        .trim()
+        .to_string()
+}
 
 /// A client stalled in the middle of a request, killed on drop.
 struct Stalled(Child);
@@ -44,6 +54,7 @@ fn stall(s: &TestServer) -> (Stalled, BufReader<std::process::ChildStdout>) {
         .arg(&script)
         .arg(s.port().to_string())
         .arg(&ca)
+        .arg(admin_token(s))
         .stdout(Stdio::piped())
         .spawn()
         .expect("starting python3");
