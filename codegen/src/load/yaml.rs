@@ -745,7 +745,7 @@ impl Cx<'_> {
 }
 
 /// A YAML value as JSON: plain scalars coerce (null, booleans, numbers), quoted stay strings.
-fn to_json(node: &Node) -> serde_json::Value {
+pub(crate) fn to_json(node: &Node) -> serde_json::Value {
     use serde_json::Value;
     match node {
         Node::Scalar(s) => {
