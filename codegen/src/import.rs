@@ -815,13 +815,15 @@ impl Importer<'_> {
                 Some((g, Some(component))) if methods == ["post"] && !g.2.is_empty() => {
                     UpstreamSub::Kind { gvk: g, component }
                 }
-                _ => return Err(Diagnostic::new(
-                    e.at.clone(),
-                    format!(
+                _ => {
+                    return Err(Diagnostic::new(
+                        e.at.clone(),
+                        format!(
                         "upstream's {plural}/{sub} ({}) is not a kind of subresource we serve yet",
                         methods.join(", ")
                     ),
-                )),
+                    ))
+                }
             };
             shape.subresources.insert(sub.to_string(), sub_kind);
         }
@@ -1042,12 +1044,14 @@ impl Importer<'_> {
                     let s = self.property(doc_file, v, &format!("{here}.*"), at, stack)?;
                     out.insert(k.clone(), s);
                 }
-                "properties" => return Err(Diagnostic::new(
-                    at.clone(),
-                    format!(
+                "properties" => {
+                    return Err(Diagnostic::new(
+                        at.clone(),
+                        format!(
                         "`{here}` declares properties inline; built-in schemas name a component"
                     ),
-                )),
+                    ))
+                }
                 k if DROPPED_KEYS.contains(&k) => {}
                 k if COPIED_KEYS.contains(&k) => {
                     out.insert(k.to_string(), v.clone());
