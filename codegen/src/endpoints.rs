@@ -56,24 +56,28 @@ pub enum Subresource {
     Status,
     /// `/scale`: an `autoscaling/v1` `Scale` view of replica fields.
     Scale,
+    /// A create-only subresource whose body is another kind: the definition's
+    /// `subresources.createOnly[i]`.
+    CreateOnly(u8),
 }
 
 impl Subresource {
-    /// The path segment.
-    pub fn as_str(self) -> &'static str {
+    /// The path segment (`d` is the definition that has the subresource).
+    pub fn name(self, d: &ResourceDef) -> &str {
         match self {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
+            Subresource::CreateOnly(i) => d
+                .subresources
+                .create_only
+                .get(usize::from(i))
+                .map_or("", |s| s.name.as_str()),
         }
     }
 
-    /// The subresource named `s`, if the server has it.
-    pub fn parse(s: &str) -> Option<Subresource> {
-        match s {
-            "status" => Some(Subresource::Status),
-            "scale" => Some(Subresource::Scale),
-            _ => None,
-        }
+    /// The subresource of `d` named `s`, if it has one.
+    pub fn parse(d: &ResourceDef, s: &str) -> Option<Subresource> {
+        subresources(d).into_iter().find(|sub| sub.name(d) == s)
     }
 }
 
@@ -134,6 +138,7 @@ const SUBRESOURCE: &[Operation] = &[
     op("patch", Verb::Patch),
 ];
 const LIST: &[Operation] = &[op("get", Verb::List)];
+const CREATE: &[Operation] = &[op("post", Verb::Create)];
 const WATCH: &[Operation] = &[op("get", Verb::Watch)];
 
 /// The subresources `d` declares, sorted by name.
@@ -145,6 +150,12 @@ pub fn subresources(d: &ResourceDef) -> Vec<Subresource> {
     if d.subresources.status {
         subs.push(Subresource::Status);
     }
+    // At most 256 (a u8 index); the validator refuses duplicate names, not counts, so
+    // any beyond are ignored rather than aliased.
+    for i in 0..d.subresources.create_only.len().min(256) {
+        subs.push(Subresource::CreateOnly(i as u8));
+    }
+    subs.sort_by(|a, b| a.name(d).cmp(b.name(d)));
     subs
 }
 
@@ -168,16 +179,24 @@ pub fn endpoints(d: &ResourceDef) -> Vec<Endpoint> {
         kind,
         operations: ops.to_vec(),
     };
+    if d.create_only {
+        // Not stored: POST on the collection is the one endpoint.
+        return vec![at(base, PathKind::Collection, CREATE)];
+    }
     let mut out = vec![
         at(base.clone(), PathKind::Collection, COLLECTION),
         at(format!("{base}/{{name}}"), PathKind::Object, OBJECT),
     ];
     // Status before scale, as the documents have always listed them.
     for sub in subresources(d).into_iter().rev() {
+        let ops = match sub {
+            Subresource::CreateOnly(_) => CREATE,
+            _ => SUBRESOURCE,
+        };
         out.push(at(
-            format!("{base}/{{name}}/{}", sub.as_str()),
+            format!("{base}/{{name}}/{}", sub.name(d)),
             PathKind::Subresource(sub),
-            SUBRESOURCE,
+            ops,
         ));
     }
     out.push(at(watch_base.clone(), PathKind::WatchCollection, WATCH));
@@ -295,5 +314,41 @@ mod tests {
             ["get", "patch", "update"]
         );
         assert!(verbs(&e, Some(Subresource::Scale)).is_empty());
+    }
+
+    #[test]
+    fn create_only_kinds_and_subresources_serve_post_alone() {
+        let mut review = def(false, false, false);
+        review.create_only = true;
+        let e = endpoints(&review);
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].path, "/apis/example.dev/v1/widgets");
+        assert_eq!(verbs(&e, None), [Verb::Create]);
+
+        let mut parent = def(true, true, false);
+        parent
+            .subresources
+            .create_only
+            .push(crate::model::CreateOnlySubresource {
+                name: "token".into(),
+                group: "authentication.k8s.io".into(),
+                version: "v1".into(),
+                kind: "TokenRequest".into(),
+                strategy: "TokenRequest".into(),
+                open_api_prefix: None,
+                schema: Default::default(),
+            });
+        let token = Subresource::parse(&parent, "token").expect("declared");
+        assert_eq!(token, Subresource::CreateOnly(0));
+        assert_eq!(Subresource::parse(&parent, "scale"), None);
+        let e = endpoints(&parent);
+        assert!(e
+            .iter()
+            .any(|x| x.path == "/apis/example.dev/v1/namespaces/{namespace}/widgets/{name}/token"));
+        assert_eq!(verbs(&e, Some(token)), [Verb::Create]);
+        assert_eq!(
+            subresources(&parent),
+            [Subresource::Status, Subresource::CreateOnly(0)]
+        );
     }
 }

@@ -9,6 +9,7 @@ pub mod attrs;
 pub mod diagnostics;
 pub mod emit;
 pub mod endpoints;
+pub mod import;
 pub mod load;
 pub mod model;
 pub mod names;

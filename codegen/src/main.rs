@@ -11,9 +11,19 @@ fn main() -> ExitCode {
     let mut check = false;
     let mut root = workspace_root();
     let mut crds: Option<Vec<String>> = None;
+    let mut import: Option<Option<PathBuf>> = None;
+    let mut out: Option<PathBuf> = None;
     let mut args = env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            "import-openapi" if import.is_none() && crds.is_none() => import = Some(None),
+            "--out" if import.is_some() => match args.next() {
+                Some(o) => out = Some(PathBuf::from(o)),
+                None => return usage("--out needs a directory"),
+            },
+            dir if matches!(import, Some(None)) && !dir.starts_with('-') => {
+                import = Some(Some(PathBuf::from(dir)))
+            }
             "crd" if crds.is_none() => crds = Some(Vec::new()),
             path if crds.is_some() && !path.starts_with('-') => {
                 crds.get_or_insert_with(Vec::new).push(path.to_string())
@@ -29,6 +39,19 @@ fn main() -> ExitCode {
             }
             other => return usage(&format!("unknown argument `{other}`")),
         }
+    }
+    if let Some(upstream) = import {
+        let Some(upstream) = upstream else {
+            return usage("import-openapi needs the upstream directory");
+        };
+        let out = out.unwrap_or_else(|| root.clone());
+        return match import_openapi(&root, &upstream, &out) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        };
     }
     if let Some(paths) = crds {
         return match crd(&root, &paths) {
@@ -50,11 +73,15 @@ fn main() -> ExitCode {
 
 const USAGE: &str = "usage: cargo run -p codegen [-- [--check] [--root DIR]]
        cargo run -p codegen -- crd [DEFINITION...] [--root DIR]
+       cargo run -p codegen -- import-openapi UPSTREAM-DIR [--out DIR] [--root DIR]
   Regenerates server/src/generated/ from api-defs/.
   --check     write nothing; exit 1 naming each stale file
   --root DIR  the workspace root (default: the one codegen was built in)
   crd         print the CustomResourceDefinition manifest of each DEFINITION file
-              (paths under the root; default: every custom definition), as YAML";
+              (paths under the root; default: every custom definition), as YAML
+  import-openapi  write the definitions api-defs/upstream.yaml selects, from upstream's
+              OpenAPI v3 documents and generated.proto files in UPSTREAM-DIR, under
+              DIR/api-defs/ (default DIR: the root); then run codegen";
 
 fn usage(problem: &str) -> ExitCode {
     eprintln!("error: {problem}\n{USAGE}");
@@ -146,6 +173,36 @@ fn run(root: &Path, check: bool) -> std::io::Result<ExitCode> {
     }
 }
 
+/// `codegen import-openapi`: the selected upstream kinds, written as definitions.
+fn import_openapi(root: &Path, upstream: &Path, out: &Path) -> std::io::Result<ExitCode> {
+    let rel = format!("api-defs/{}", codegen::import::SELECTION_FILE);
+    let selection = fs::read_to_string(root.join(&rel))
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{rel}: {e}")))?;
+    let read = |p: &str| fs::read_to_string(upstream.join(p)).map_err(|e| e.to_string());
+    let label = upstream.to_string_lossy();
+    let files = match codegen::import::import(&rel, &selection, &label, &read) {
+        Ok(f) => f,
+        Err(diags) => {
+            eprintln!("{diags}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let mut changed = 0;
+    for f in &files {
+        let path = out.join(&f.path);
+        if fs::read_to_string(&path).ok().as_deref() != Some(f.contents.as_str()) {
+            changed += 1;
+            fs::create_dir_all(path.parent().expect("definitions live in a directory"))?;
+            fs::write(&path, &f.contents)?;
+        }
+    }
+    println!(
+        "import-openapi: {} definitions, {changed} updated",
+        files.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `codegen crd`: the CRD manifests of the named definitions (all custom ones when none
 /// is named), as YAML documents on stdout.
 fn crd(root: &Path, paths: &[String]) -> std::io::Result<ExitCode> {
@@ -197,6 +254,9 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         let path = entry?.path();
         if path.is_dir() {
             collect(&path, out)?;
+        } else if path.file_name().and_then(|n| n.to_str()) == Some(codegen::import::SELECTION_FILE)
+        {
+            // The importer's selection, not a definition.
         } else if matches!(
             path.extension().and_then(|e| e.to_str()),
             Some("yaml" | "yml" | "rs")

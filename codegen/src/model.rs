@@ -16,6 +16,20 @@ pub const STRATEGIES: &[&str] = &[
     "Secret",
 ];
 
+/// The server's named hooks that answer a create of a kind that is not stored
+/// (`createOnly: true`, the reviews) or of a create-only subresource whose body is
+/// another kind (`serviceaccounts/token`): each takes the decoded, defaulted and
+/// validated request object and returns the answer.
+pub const CREATE_HOOKS: &[&str] = &[
+    "LocalSubjectAccessReview",
+    "SelfSubjectAccessReview",
+    "SelfSubjectReview",
+    "SelfSubjectRulesReview",
+    "SubjectAccessReview",
+    "TokenRequest",
+    "TokenReview",
+];
+
 /// A resource as a user declared it: identity, REST shape, schema and presentation.
 ///
 /// It is also the compiled-in catalog's wire form (`server/src/generated/catalog.json`),
@@ -55,6 +69,15 @@ pub struct ResourceDef {
     /// ones (built-in or custom defaults).
     #[serde(default)]
     pub strategy: Option<String>,
+    /// Objects are not stored: the only endpoint is POST on the collection, answered by
+    /// the hook `strategy` names (one of [`CREATE_HOOKS`]), as upstream's reviews are.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub create_only: bool,
+    /// The OpenAPI component names of the kind and its list are `<prefix>.<Kind>`; by
+    /// default the reversed group (`dev.example.v1`), or `io.k8s.api.core.v1` for the core
+    /// group. Built-in kinds name upstream's (`io.k8s.api.rbac.v1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_api_prefix: Option<String>,
 }
 
 /// Which definition format a resource came from.
@@ -113,6 +136,72 @@ impl ResourceDef {
 pub struct Subresources {
     pub status: bool,
     pub scale: Option<ScaleSubresource>,
+    /// Create-only subresources whose body and answer are another kind, each answered by
+    /// a named hook (`serviceaccounts/token` takes and answers a `TokenRequest`).
+    #[serde(default, rename = "createOnly", skip_serializing_if = "Vec::is_empty")]
+    pub create_only: Vec<CreateOnlySubresource>,
+}
+
+/// A subresource served only by POST, whose body is a kind of its own (not stored).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateOnlySubresource {
+    /// The path segment after the object's name (`token`).
+    pub name: String,
+    /// Group, version and kind of the body and answer (`authentication.k8s.io/v1
+    /// TokenRequest`).
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    /// The hook that answers (one of [`CREATE_HOOKS`]).
+    pub strategy: String,
+    /// OpenAPI component name prefix of the body kind (see [`ResourceDef`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_api_prefix: Option<String>,
+    /// The body's own fields (`apiVersion`, `kind`, `metadata` implied).
+    pub schema: Schema,
+}
+
+impl CreateOnlySubresource {
+    /// `group/version`, or just `version` for the core group.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The body kind as a definition of its own (not served at a path of its own): what
+    /// decoding, validation, protobuf and OpenAPI of the body work from. `parent` gives
+    /// the scope, plural and the built-in flag.
+    pub fn body_def(&self, parent: &ResourceDef) -> ResourceDef {
+        ResourceDef {
+            location: self
+                .schema
+                .location
+                .clone()
+                .unwrap_or_else(|| parent.location.clone()),
+            origin: Origin::Yaml,
+            group: self.group.clone(),
+            version: self.version.clone(),
+            kind: self.kind.clone(),
+            list_kind: format!("{}List", self.kind),
+            plural: parent.plural.clone(),
+            singular: String::new(),
+            scope: parent.scope,
+            short_names: vec![],
+            categories: vec![],
+            schema: self.schema.clone(),
+            subresources: Subresources::default(),
+            printer_columns: vec![],
+            selectable_fields: vec![],
+            builtin: parent.builtin,
+            strategy: Some(self.strategy.clone()),
+            create_only: true,
+            open_api_prefix: self.open_api_prefix.clone(),
+        }
+    }
 }
 
 /// JSON paths (`.spec.replicas` style) the scale subresource maps to.
@@ -208,6 +297,12 @@ pub struct Schema {
     pub list_type: Option<String>,
     pub list_map_keys: Vec<String>,
     pub map_type: Option<String>,
+    /// `x-kubernetes-patch-strategy` (`merge`, `retainKeys`, `merge,retainKeys`): how a
+    /// strategic merge patch treats the value. Built-in kinds only; when unset, a keyed
+    /// list (`list-type: map` with one key) of a built-in kind merges on its key.
+    pub patch_strategy: Option<String>,
+    /// `x-kubernetes-patch-merge-key`: the item field a merging list is keyed by.
+    pub patch_merge_key: Option<String>,
     /// Field number in the kind's protobuf message (`x-protobuf-field`), when it has one.
     pub protobuf_field: Option<u32>,
 }
@@ -349,6 +444,18 @@ impl Schema {
         if let Some(t) = &self.map_type {
             m.insert("x-kubernetes-map-type".into(), Value::String(t.clone()));
         }
+        if let Some(k) = &self.patch_merge_key {
+            m.insert(
+                "x-kubernetes-patch-merge-key".into(),
+                Value::String(k.clone()),
+            );
+        }
+        if let Some(t) = &self.patch_strategy {
+            m.insert(
+                "x-kubernetes-patch-strategy".into(),
+                Value::String(t.clone()),
+            );
+        }
         if with_protobuf {
             if let Some(n) = self.protobuf_field {
                 m.insert("x-protobuf-field".into(), n.into());
@@ -489,6 +596,11 @@ impl Schema {
                 "x-kubernetes-list-type" => s.list_type = Some(string(k, v)?),
                 "x-kubernetes-list-map-keys" => s.list_map_keys = strings(k, v)?,
                 "x-kubernetes-map-type" => s.map_type = Some(string(k, v)?),
+                // Not part of a CRD's schema language (`locate`: a schema sent to us).
+                "x-kubernetes-patch-strategy" if !locate => s.patch_strategy = Some(string(k, v)?),
+                "x-kubernetes-patch-merge-key" if !locate => {
+                    s.patch_merge_key = Some(string(k, v)?)
+                }
                 "x-protobuf-field" => {
                     s.protobuf_field = Some(
                         v.as_u64()

@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnostics::{Diagnostic, Diagnostics, Location};
-use crate::model::{PrinterColumn, ResourceDef, ScaleSubresource, Schema, STRATEGIES};
+use crate::model::{
+    PrinterColumn, ResourceDef, ScaleSubresource, Schema, CREATE_HOOKS, STRATEGIES,
+};
 use crate::names::{is_api_version, is_dns_label, is_dns_subdomain, is_kind};
 
 const TYPES: &[&str] = &["object", "array", "string", "integer", "number", "boolean"];
@@ -93,15 +95,91 @@ pub fn validate(defs: &[ResourceDef], diags: &mut Diagnostics) {
                 "add `builtin: true` (only Kubernetes' own kinds speak protobuf) or remove the `x-protobuf-field` numbers",
             ));
         }
-        if let Some(s) = d.strategy.as_deref().filter(|s| !STRATEGIES.contains(s)) {
+        if d.create_only {
+            check_hook_name(d.strategy.as_deref(), "a create-only kind", at, diags);
+            if d.subresources != Default::default() {
+                diags.push(err(
+                    format!("create-only kind `{}` declares subresources", d.kind),
+                    "a kind that is not stored has no objects to address; remove `subresources`",
+                ));
+            }
+            if !d.selectable_fields.is_empty() {
+                diags.push(err(
+                    format!("create-only kind `{}` declares selectableFields", d.kind),
+                    "a kind that is not stored cannot be listed; remove `selectableFields`",
+                ));
+            }
+        } else if let Some(s) = d.strategy.as_deref().filter(|s| !STRATEGIES.contains(s)) {
             let help = match crate::diagnostics::suggest(s, STRATEGIES) {
                 Some(close) => format!("write `strategy: {close}`"),
+                None if CREATE_HOOKS.contains(&s) => format!(
+                    "`{s}` answers a kind that is not stored: add `createOnly: true`, or use one of {}",
+                    STRATEGIES.join(", ")
+                ),
                 None => format!(
                     "use one of {}, or leave `strategy` out",
                     STRATEGIES.join(", ")
                 ),
             };
             diags.push(err(format!("unknown strategy `{s}`"), &help));
+        }
+        if let Some(p) = &d.open_api_prefix {
+            check_open_api_prefix(p, at, diags);
+        }
+        let mut sub_names: BTreeSet<&str> = BTreeSet::new();
+        for sub in &d.subresources.create_only {
+            let sat = sub.schema.location.clone().unwrap_or_else(|| at.clone());
+            let serr = |msg: String, help: &str| {
+                Diagnostic::new(sat.clone(), msg).with_help(help.to_string())
+            };
+            if !is_dns_label(&sub.name) || ["status", "scale"].contains(&sub.name.as_str()) {
+                diags.push(serr(
+                    format!("create-only subresource name `{}` must be a lower-case DNS label other than status and scale", sub.name),
+                    "e.g. `name: token`",
+                ));
+            } else if !sub_names.insert(&sub.name) {
+                diags.push(serr(
+                    format!("subresource `{}` is declared twice", sub.name),
+                    "keep one",
+                ));
+            }
+            if !sub.group.is_empty() && !is_dns_subdomain(&sub.group) {
+                diags.push(serr(
+                    format!("group `{}` is not a DNS subdomain", sub.group),
+                    "e.g. `authentication.k8s.io`, or `\"\"` for the core group",
+                ));
+            }
+            if !is_api_version(&sub.version) {
+                diags.push(serr(
+                    format!("version `{}` is not a Kubernetes API version", sub.version),
+                    "e.g. `v1`",
+                ));
+            }
+            if !is_kind(&sub.kind) {
+                diags.push(serr(
+                    format!("kind `{}` must be UpperCamelCase ASCII", sub.kind),
+                    "e.g. `kind: TokenRequest`",
+                ));
+            }
+            check_hook_name(
+                Some(&sub.strategy),
+                "a create-only subresource",
+                &sat,
+                diags,
+            );
+            if let Some(p) = &sub.open_api_prefix {
+                check_open_api_prefix(p, &sat, diags);
+            }
+            if sub.schema.has_protobuf() && !d.builtin {
+                diags.push(serr(
+                    format!(
+                        "subresource `{}` has protobuf field numbers but `{}` is not built-in",
+                        sub.name, d.kind
+                    ),
+                    "add `builtin: true` or remove the `x-protobuf-field` numbers",
+                ));
+            }
+            validate_parts(&sub.schema, &[], None, &sat, diags);
         }
         check_selectable_fields(d, diags);
         validate_parts(
@@ -110,6 +188,49 @@ pub fn validate(defs: &[ResourceDef], diags: &mut Diagnostics) {
             d.subresources.scale.as_ref(),
             at,
             diags,
+        );
+    }
+}
+
+/// `strategy` of a kind or subresource that is not stored: one of [`CREATE_HOOKS`].
+fn check_hook_name(name: Option<&str>, what: &str, at: &Location, diags: &mut Diagnostics) {
+    let help = match name.and_then(|n| crate::diagnostics::suggest(n, CREATE_HOOKS)) {
+        Some(close) => format!("write `strategy: {close}`"),
+        None => format!("use one of {}", CREATE_HOOKS.join(", ")),
+    };
+    match name {
+        None => diags.push(
+            Diagnostic::new(
+                at.clone(),
+                format!("{what} needs `strategy`, the hook that answers its creates"),
+            )
+            .with_help(help),
+        ),
+        Some(n) if !CREATE_HOOKS.contains(&n) => diags.push(
+            Diagnostic::new(
+                at.clone(),
+                format!("the server has no create hook named `{n}`"),
+            )
+            .with_help(help),
+        ),
+        Some(_) => {}
+    }
+}
+
+/// An OpenAPI component name prefix: dot-separated words (`io.k8s.api.rbac.v1`).
+fn check_open_api_prefix(p: &str, at: &Location, diags: &mut Diagnostics) {
+    let word_ok = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    };
+    if !p.split('.').all(word_ok) {
+        diags.push(
+            Diagnostic::new(
+                at.clone(),
+                format!("openAPIPrefix `{p}` must be dot-separated words"),
+            )
+            .with_help("e.g. `openAPIPrefix: io.k8s.api.rbac.v1`"),
         );
     }
 }
@@ -300,6 +421,18 @@ fn check_schema(s: &Schema, fallback: &Location, path: &str, diags: &mut Diagnos
                 at.clone(),
                 format!("{here}: list-type map needs x-kubernetes-list-map-keys"),
             ));
+        }
+    }
+    if let Some(ps) = &s.patch_strategy {
+        const PATCH_STRATEGIES: &[&str] = &["merge", "retainKeys", "merge,retainKeys", "replace"];
+        if !PATCH_STRATEGIES.contains(&ps.as_str()) {
+            diags.push(
+                Diagnostic::new(
+                    at.clone(),
+                    format!("{here}: unknown x-kubernetes-patch-strategy `{ps}`"),
+                )
+                .with_help("use merge, retainKeys, merge,retainKeys or replace"),
+            );
         }
     }
     if let Some(mt) = &s.map_type {

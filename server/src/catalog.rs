@@ -14,6 +14,7 @@ use codegen::endpoints::{self, Endpoint, Subresource, Verb};
 use codegen::model::{ResourceDef, Scope};
 
 use crate::registry::strategy::{self, Strategy};
+use crate::registry::virtual_kinds::{self, CreateHook};
 
 /// A served resource, as the handlers see it.
 pub struct ApiResource {
@@ -27,6 +28,12 @@ pub struct ApiResource {
     pub protobuf: bool,
     /// The per-kind hooks the definition chose.
     pub strategy: &'static dyn Strategy,
+    /// For a kind that is not stored (`createOnly`): the hook that answers its creates.
+    pub create_hook: Option<&'static dyn CreateHook>,
+    /// The body kinds of the create-only subresources, by `Subresource::CreateOnly`
+    /// index: entries of their own (never registered) that decode, validate, encode and
+    /// answer like any create-only kind.
+    pub subresource_kinds: Vec<ApiResource>,
     /// Every path of the resource and the verbs each serves.
     pub endpoints: Vec<Endpoint>,
     /// The schema's CEL validation rules, compiled.
@@ -70,7 +77,23 @@ impl ApiResource {
     /// The entry for a definition; an error when the definition names hooks the server
     /// does not have.
     pub fn new(def: ResourceDef) -> Result<Self, String> {
-        let strategy = strategy::named(def.strategy.as_deref(), def.builtin)?;
+        let (strategy, create_hook) = if def.create_only {
+            (
+                strategy::named(None, def.builtin)?,
+                Some(virtual_kinds::named(def.strategy.as_deref())?),
+            )
+        } else {
+            (strategy::named(def.strategy.as_deref(), def.builtin)?, None)
+        };
+        let subresource_kinds = def
+            .subresources
+            .create_only
+            .iter()
+            .map(|s| {
+                ApiResource::new(s.body_def(&def))
+                    .map_err(|e| format!("subresource {}: {e}", s.name))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
         let schema = def.schema.to_json(true);
         let rules = crate::registry::cel::Rules::compile(&schema, "schema").map_err(|causes| {
             let list: Vec<String> = causes
@@ -94,6 +117,8 @@ impl ApiResource {
             crd: None,
             protobuf,
             strategy,
+            create_hook,
+            subresource_kinds,
             endpoints,
             selectable_fields,
         })
@@ -135,6 +160,20 @@ impl ApiResource {
     /// Whether objects live in a namespace.
     pub fn namespaced(&self) -> bool {
         self.def.scope == Scope::Namespaced
+    }
+
+    /// Whether objects are stored (every kind but the create-only ones): only those have
+    /// storage keys, a watch cache and a storage version.
+    pub fn stored(&self) -> bool {
+        !self.def.create_only
+    }
+
+    /// The body kind of a create-only subresource.
+    pub fn subresource_kind(&self, sub: Subresource) -> Option<&ApiResource> {
+        match sub {
+            Subresource::CreateOnly(i) => self.subresource_kinds.get(usize::from(i)),
+            _ => None,
+        }
     }
 
     /// Whether this is a Kubernetes built-in kind (strategic merge patch, protobuf,
@@ -194,6 +233,8 @@ pub(crate) fn test_resource(schema: serde_json::Value) -> ApiResource {
         selectable_fields: vec![],
         builtin: false,
         strategy: None,
+        create_only: false,
+        open_api_prefix: None,
     })
     .expect("the test definition is valid");
     res.schema = schema;

@@ -51,12 +51,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 /// A subresource as discovery lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubresourceInfo {
-    /// `status` or `scale`.
-    pub name: &'static str,
+    /// `status`, `scale` or a create-only subresource's name (`token`).
+    pub name: String,
     /// Group of the kind the subresource answers with; empty when it is the resource's own.
-    pub group: &'static str,
+    pub group: String,
     /// Version of that kind; empty when it is the resource's own.
-    pub version: &'static str,
+    pub version: String,
     /// Kind the subresource answers with.
     pub kind: String,
     /// Verbs served on the subresource (from the endpoints table).
@@ -68,18 +68,25 @@ pub fn verb_names(r: &ApiResource, sub: Option<Subresource>) -> Vec<&'static str
     r.verbs(sub).into_iter().map(Verb::as_str).collect()
 }
 
-/// The subresources of `r`, sorted by name: `scale` (as `autoscaling/v1` `Scale`) and
-/// `status`, as the endpoints table has them.
+/// The subresources of `r`, sorted by name: `scale` (as `autoscaling/v1` `Scale`),
+/// `status` and the create-only ones (as their own kind), as the endpoints table has them.
 pub fn subresources(r: &ApiResource) -> Vec<SubresourceInfo> {
     r.subresources()
         .into_iter()
         .map(|sub| {
             let (group, version, kind) = match sub {
-                Subresource::Scale => ("autoscaling", "v1", "Scale".to_string()),
-                Subresource::Status => ("", "", r.def.kind.clone()),
+                Subresource::Scale => ("autoscaling".into(), "v1".into(), "Scale".into()),
+                Subresource::Status => (String::new(), String::new(), r.def.kind.clone()),
+                Subresource::CreateOnly(i) => r
+                    .def
+                    .subresources
+                    .create_only
+                    .get(usize::from(i))
+                    .map(|s| (s.group.clone(), s.version.clone(), s.kind.clone()))
+                    .unwrap_or_default(),
             };
             SubresourceInfo {
-                name: sub.as_str(),
+                name: sub.name(&r.def).to_string(),
                 group,
                 version,
                 kind,
@@ -189,11 +196,14 @@ fn legacy_entries(r: &ApiResource) -> Vec<Value> {
     if !r.def.categories.is_empty() {
         main["categories"] = json!(r.def.categories);
     }
-    main["storageVersionHash"] = json!(storage_version_hash(
-        &r.def.group,
-        &r.def.version,
-        &r.def.kind
-    ));
+    // Only what is stored has a storage version (the reviews have none, as upstream).
+    if r.stored() {
+        main["storageVersionHash"] = json!(storage_version_hash(
+            &r.def.group,
+            &r.def.version,
+            &r.def.kind
+        ));
+    }
     let mut out = vec![main];
     for s in subresources(r) {
         let mut e = Map::new();

@@ -105,6 +105,14 @@ fn rust_file(name: &str, sources: &str, tokens: proc_macro2::TokenStream) -> Gen
 /// The OpenAPI component name of a kind: `io.k8s.api.core.v1.ConfigMap` for the core
 /// group, reversed group otherwise (`dev.example.v1.Widget`), as kube-apiserver names CRDs.
 pub fn schema_name(group: &str, version: &str, kind: &str) -> String {
+    schema_name_in(None, group, version, kind)
+}
+
+/// [`schema_name`], or `<prefix>.<kind>` when the definition gives an `openAPIPrefix`.
+pub fn schema_name_in(prefix: Option<&str>, group: &str, version: &str, kind: &str) -> String {
+    if let Some(p) = prefix {
+        return format!("{p}.{kind}");
+    }
     if group.is_empty() {
         format!("io.k8s.api.core.{version}.{kind}")
     } else {

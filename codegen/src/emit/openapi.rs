@@ -13,7 +13,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use serde_json::{json, Map, Value};
 
-use super::{meta, schema_name};
+use super::{meta, schema_name_in};
 use crate::endpoints::{endpoints, PathKind, Subresource, Verb};
 use crate::model::{ResourceDef, Scope};
 use crate::names::upper_camel;
@@ -63,12 +63,16 @@ fn document(gv: &str, defs: &[&ResourceDef], sources: &str) -> Value {
     let mut schemas: BTreeMap<String, Value> = BTreeMap::new();
     let mut paths = Map::new();
     for d in defs {
-        let name = schema_name(&d.group, &d.version, &d.kind);
+        let name = component_name(d, &d.kind);
         schemas.insert(name.clone(), kind_schema(d));
-        schemas.insert(
-            schema_name(&d.group, &d.version, &d.list_kind),
-            list_schema(d, &name),
-        );
+        if !d.create_only {
+            schemas.insert(component_name(d, &d.list_kind), list_schema(d, &name));
+        }
+        // The body kinds of create-only subresources (`TokenRequest` in core/v1).
+        for sub in &d.subresources.create_only {
+            let body = sub.body_def(d);
+            schemas.insert(component_name(&body, &body.kind), kind_schema(&body));
+        }
         for (path, item) in paths_of(d, &name) {
             paths.insert(path, item);
         }
@@ -99,6 +103,11 @@ fn document(gv: &str, defs: &[&ResourceDef], sources: &str) -> Value {
         },
         "security": [{ "BearerToken": [] }],
     })
+}
+
+/// The component name of `kind` (the definition's kind or list kind).
+fn component_name(d: &ResourceDef, kind: &str) -> String {
+    schema_name_in(d.open_api_prefix.as_deref(), &d.group, &d.version, kind)
 }
 
 fn gvk(d: &ResourceDef, kind: &str) -> Value {
@@ -161,7 +170,10 @@ fn decorate(s: &mut Value, builtin: bool) {
             json!([{ "type": "integer" }, { "type": "string" }]),
         );
     }
-    if builtin && obj.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map") {
+    if builtin
+        && obj.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map")
+        && !obj.contains_key("x-kubernetes-patch-strategy")
+    {
         if let Some([key]) = obj
             .get("x-kubernetes-list-map-keys")
             .and_then(Value::as_array)
@@ -523,7 +535,7 @@ fn deprecation(kind: PathKind) -> Option<&'static str> {
 
 /// The operation of `verb` on a path of `kind`.
 fn path_op<'a>(d: &ResourceDef, item: &'a str, kind: PathKind, verb: Verb) -> Op<'a> {
-    let list = schema_name(&d.group, &d.version, &d.list_kind);
+    let list = component_name(d, &d.list_kind);
     let builtin = is_builtin(d);
     // What DELETE of one object answers: built-in kinds a Status, others the object.
     let deleted = if builtin { STATUS } else { item };
@@ -617,8 +629,11 @@ fn path_op<'a>(d: &ResourceDef, item: &'a str, kind: PathKind, verb: Verb) -> Op
 
 /// The get, update and patch operations of `/status` and `/scale`.
 fn subresource_op<'a>(d: &ResourceDef, item: &'a str, sub: Subresource, verb: Verb) -> Op<'a> {
+    if let Subresource::CreateOnly(i) = sub {
+        return create_only_subresource_op(d, usize::from(i));
+    }
     let (schema, suffix, gvk) = match sub {
-        Subresource::Status => (item, "Status", None),
+        Subresource::Status | Subresource::CreateOnly(_) => (item, "Status", None),
         Subresource::Scale => (
             SCALE,
             "Scale",
@@ -667,7 +682,7 @@ fn subresource_op<'a>(d: &ResourceDef, item: &'a str, sub: Subresource, verb: Ve
                 Some(patch_body(is_builtin(d))),
                 &["200", "201"],
             ),
-            (Subresource::Scale, _) => (
+            (Subresource::Scale | Subresource::CreateOnly(_), _) => (
                 "partially update scale of the specified",
                 "patch",
                 "patch",
@@ -684,6 +699,34 @@ fn subresource_op<'a>(d: &ResourceDef, item: &'a str, sub: Subresource, verb: Ve
         request,
         responses: responses(codes, schema, false),
         gvk,
+    }
+}
+
+/// POST on a create-only subresource: body and answer are its own kind, named in
+/// `x-kubernetes-group-version-kind` (`createCoreV1NamespacedServiceAccountToken`).
+fn create_only_subresource_op<'a>(d: &ResourceDef, i: usize) -> Op<'a> {
+    let Some(sub) = d.subresources.create_only.get(i) else {
+        // Unreachable: indices come from the same definition's list.
+        return Op {
+            description: "create",
+            action: "post",
+            id: String::new(),
+            params: &[],
+            request: None,
+            responses: json!({}),
+            gvk: None,
+        };
+    };
+    let body_def = sub.body_def(d);
+    let schema = component_name(&body_def, &sub.kind);
+    Op {
+        description: "create the subresource of the specified",
+        action: "post",
+        id: operation_id("create", d, &upper_camel(&sub.name), false),
+        params: WRITE,
+        request: Some(body(&schema, true)),
+        responses: responses(&["200", "201", "202"], &schema, false),
+        gvk: Some(json!({ "group": sub.group, "version": sub.version, "kind": sub.kind })),
     }
 }
 

@@ -86,12 +86,15 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Vec<ResourceDef>
             subresources: Subresources {
                 status: attrs.status,
                 scale: attrs.scale,
+                create_only: vec![],
             },
             printer_columns: attrs.printer_columns,
             selectable_fields: attrs.selectable_fields,
             // Rust definitions declare custom kinds.
             builtin: false,
             strategy: None,
+            create_only: false,
+            open_api_prefix: None,
         });
     }
     out

@@ -6,7 +6,8 @@ use marked_yaml::{LoaderOptions, Node};
 
 use crate::diagnostics::{suggest, Diagnostic, Diagnostics, Location};
 use crate::model::{
-    Origin, PrinterColumn, ResourceDef, ScaleSubresource, Schema, Scope, Subresources,
+    CreateOnlySubresource, Origin, PrinterColumn, ResourceDef, ScaleSubresource, Schema, Scope,
+    Subresources,
 };
 use crate::names::infer_plural;
 
@@ -26,6 +27,8 @@ const TOP_KEYS: &[&str] = &[
     "selectableFields",
     "builtin",
     "strategy",
+    "createOnly",
+    "openAPIPrefix",
 ];
 const SCHEMA_KEYS: &[&str] = &[
     "type",
@@ -65,9 +68,20 @@ const SCHEMA_KEYS: &[&str] = &[
     "x-kubernetes-list-type",
     "x-kubernetes-list-map-keys",
     "x-kubernetes-map-type",
+    "x-kubernetes-patch-strategy",
+    "x-kubernetes-patch-merge-key",
     "x-protobuf-field",
 ];
-const SUBRESOURCE_KEYS: &[&str] = &["status", "scale"];
+const SUBRESOURCE_KEYS: &[&str] = &["status", "scale", "createOnly"];
+const CREATE_ONLY_SUBRESOURCE_KEYS: &[&str] = &[
+    "name",
+    "group",
+    "version",
+    "kind",
+    "strategy",
+    "openAPIPrefix",
+    "schema",
+];
 const SCALE_KEYS: &[&str] = &[
     "specReplicasPath",
     "statusReplicasPath",
@@ -130,6 +144,11 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
     let singular = optional_str("singular", diags);
     let list_kind = optional_str("listKind", diags);
     let strategy = optional_str("strategy", diags);
+    let open_api_prefix = optional_str("openAPIPrefix", diags);
+    let create_only = map
+        .get_node("createOnly")
+        .and_then(|n| cx.boolean(n, "createOnly", diags))
+        .unwrap_or(false);
     let builtin = match map.get_node("builtin") {
         None => false,
         Some(n) => match n.as_scalar().and_then(|b| b.as_bool()) {
@@ -233,6 +252,8 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
         selectable_fields,
         builtin,
         strategy,
+        create_only,
+        open_api_prefix,
     })
 }
 
@@ -529,6 +550,12 @@ impl Cx<'_> {
                     s.list_map_keys = self.string_list(v, k.as_str(), diags)
                 }
                 "x-kubernetes-map-type" => s.map_type = self.string(v, k.as_str(), diags),
+                "x-kubernetes-patch-strategy" => {
+                    s.patch_strategy = self.string(v, k.as_str(), diags)
+                }
+                "x-kubernetes-patch-merge-key" => {
+                    s.patch_merge_key = self.string(v, k.as_str(), diags)
+                }
                 "x-protobuf-field" => {
                     let n = self
                         .scalar(v, k.as_str(), "a positive integer", diags)
@@ -554,6 +581,9 @@ impl Cx<'_> {
         };
         self.check_keys(map, SUBRESOURCE_KEYS, "`subresources`", diags);
         out.status = map.get_node("status").is_some();
+        if let Some(list) = map.get_node("createOnly") {
+            out.create_only = self.create_only_subresources(list, diags);
+        }
         if let Some(scale) = map.get_node("scale") {
             let Some(sm) = self.mapping(scale, "`subresources.scale`", diags) else {
                 return out;
@@ -576,6 +606,63 @@ impl Cx<'_> {
                 _ => diags.push(
                     Diagnostic::new(self.loc(scale.span()), "`scale` needs `specReplicasPath` and `statusReplicasPath`")
                         .with_help("add `specReplicasPath: .spec.replicas` and `statusReplicasPath: .status.replicas`"),
+                ),
+            }
+        }
+        out
+    }
+
+    fn create_only_subresources(
+        &self,
+        node: &Node,
+        diags: &mut Diagnostics,
+    ) -> Vec<CreateOnlySubresource> {
+        let Some(seq) = node.as_sequence() else {
+            diags.push(
+                Diagnostic::new(self.loc(node.span()), "`subresources.createOnly` must be a list")
+                    .with_help("e.g. `createOnly: [{name: token, group: authentication.k8s.io, version: v1, kind: TokenRequest, strategy: TokenRequest, schema: {type: object}}]`"),
+            );
+            return vec![];
+        };
+        let mut out = Vec::new();
+        for item in seq.iter() {
+            let Some(m) = self.mapping(item, "a create-only subresource", diags) else {
+                continue;
+            };
+            self.check_keys(
+                m,
+                CREATE_ONLY_SUBRESOURCE_KEYS,
+                "a create-only subresource",
+                diags,
+            );
+            let get = |k: &str, diags: &mut Diagnostics| {
+                m.get_node(k).and_then(|n| self.string(n, k, diags))
+            };
+            let name = get("name", diags);
+            let group = get("group", diags);
+            let version = get("version", diags);
+            let kind = get("kind", diags);
+            let strategy = get("strategy", diags);
+            let open_api_prefix = get("openAPIPrefix", diags);
+            let schema = m.get_node("schema").map(|n| self.schema(n, None, diags));
+            match (name, group, version, kind, strategy, schema) {
+                (Some(name), Some(group), Some(version), Some(kind), Some(strategy), Some(schema)) => {
+                    out.push(CreateOnlySubresource {
+                        name,
+                        group,
+                        version,
+                        kind,
+                        strategy,
+                        open_api_prefix,
+                        schema,
+                    })
+                }
+                _ => diags.push(
+                    Diagnostic::new(
+                        self.loc(item.span()),
+                        "a create-only subresource needs `name`, `group`, `version`, `kind`, `strategy` and `schema`",
+                    )
+                    .with_help("`group: \"\"` for the core group; `strategy` names the server hook that answers"),
                 ),
             }
         }
@@ -658,7 +745,7 @@ impl Cx<'_> {
 }
 
 /// A YAML value as JSON: plain scalars coerce (null, booleans, numbers), quoted stay strings.
-fn to_json(node: &Node) -> serde_json::Value {
+pub(crate) fn to_json(node: &Node) -> serde_json::Value {
     use serde_json::Value;
     match node {
         Node::Scalar(s) => {

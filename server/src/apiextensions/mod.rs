@@ -190,6 +190,7 @@ pub fn definitions(crd: &Value) -> Result<Vec<ResourceDef>, Vec<StatusCause>> {
             subresources: Subresources {
                 status: sub["status"].is_object(),
                 scale,
+                create_only: vec![],
             },
             printer_columns,
             selectable_fields: v["selectableFields"]
@@ -200,6 +201,8 @@ pub fn definitions(crd: &Value) -> Result<Vec<ResourceDef>, Vec<StatusCause>> {
                 .collect(),
             builtin: false,
             strategy: None,
+            create_only: false,
+            open_api_prefix: None,
         });
     }
     let mut diags = codegen::Diagnostics::default();

@@ -75,7 +75,11 @@ async fn sync_all(catalog: &Catalog, store: &Store) -> Result<(), ApiError> {
 /// Deletes what is left in `ns`; true once nothing remains.
 async fn empty_namespace(catalog: &Catalog, store: &Store, ns: &str) -> Result<bool, ApiError> {
     let mut remaining = 0;
-    for res in catalog.all().iter().filter(|r| r.namespaced()) {
+    for res in catalog
+        .all()
+        .iter()
+        .filter(|r| r.namespaced() && r.stored())
+    {
         let objects = store.list(res, Some(ns), &ListOptions::default()).await?;
         for obj in &objects.items {
             remaining += 1;

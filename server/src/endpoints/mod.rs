@@ -49,7 +49,9 @@ impl RequestScope {
         };
         let not_found = || ApiError::path_not_found(&info.path);
         let kind = info
-            .path_kind(resource.namespaced())
+            .path_kind(resource.namespaced(), |s| {
+                Subresource::parse(&resource.def, s)
+            })
             .ok_or_else(not_found)?;
         let endpoint = resource
             .endpoints

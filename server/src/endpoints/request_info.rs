@@ -140,7 +140,12 @@ impl RequestInfo {
     /// Which kind of path of the endpoints table this is, for a kind that is namespaced
     /// or not; `None` when no path of that shape exists (`/api/v1/configmaps/x`, a
     /// cluster-scoped kind under a namespace, an unknown subresource).
-    pub fn path_kind(&self, namespaced: bool) -> Option<PathKind> {
+    /// `subresource` names the resource's subresources (the endpoints table's).
+    pub fn path_kind(
+        &self,
+        namespaced: bool,
+        subresource: impl Fn(&str) -> Option<Subresource>,
+    ) -> Option<PathKind> {
         let empty_namespace = self.in_namespace && self.namespace.as_deref() == Some("");
         if (self.in_namespace && !namespaced) || empty_namespace {
             return None;
@@ -151,7 +156,7 @@ impl RequestInfo {
         let all_namespaces = namespaced && !self.in_namespace;
         Some(match (&self.name, &self.subresource, self.legacy_watch) {
             (Some(_), _, _) if all_namespaces => return None,
-            (Some(_), Some(sub), false) => PathKind::Subresource(Subresource::parse(sub)?),
+            (Some(_), Some(sub), false) => PathKind::Subresource(subresource(sub)?),
             (Some(_), Some(_), true) => return None,
             (Some(_), None, false) => PathKind::Object,
             (Some(_), None, true) => PathKind::WatchObject,
@@ -546,7 +551,11 @@ mod tests {
     #[test]
     fn path_kinds_follow_the_kind_scope() {
         let kind = |path: &str, namespaced: bool| {
-            RequestInfo::parse("GET", path, "").path_kind(namespaced)
+            RequestInfo::parse("GET", path, "").path_kind(namespaced, |s| match s {
+                "status" => Some(codegen::endpoints::Subresource::Status),
+                "scale" => Some(codegen::endpoints::Subresource::Scale),
+                _ => None,
+            })
         };
         use PathKind::*;
         assert_eq!(

@@ -13,6 +13,7 @@ pub mod storage_errors;
 pub mod store;
 pub mod strategic_merge;
 pub mod strategy;
+pub mod virtual_kinds;
 pub mod watcher;
 
 pub use store::Store;

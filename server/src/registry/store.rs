@@ -166,6 +166,9 @@ impl Store {
 
     /// The resource's watch cache (started on first use), unless caching is off.
     fn cacher(&self, res: &ApiResource) -> Option<Arc<Cacher>> {
+        if !res.stored() {
+            return None;
+        }
         self.cacher_at(Self::prefix(res, None))
     }
 

@@ -43,7 +43,7 @@ pub(super) async fn apply(
         Some(other) => {
             return Err(ApiError::bad_request(format!(
                 "server-side apply is not supported on the {} subresource",
-                other.as_str()
+                other.name(&scope.resource.def)
             )))
         }
         None => None,

@@ -9,6 +9,7 @@ mod get;
 mod list;
 mod patch;
 mod update;
+mod virtual_create;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
@@ -45,6 +46,9 @@ pub async fn serve(
     let reply = match scope.verb {
         Verb::Get => get::get(&req, &state, &scope).await,
         Verb::List | Verb::Watch => list::list(&req, &state, &scope).await,
+        Verb::Create if virtual_create::serves(&scope) => {
+            virtual_create::create(&req, &body, &state, &scope).await
+        }
         Verb::Create => create::create(&req, &body, &state, &scope).await,
         Verb::Update => update::update(&req, &body, &state, &scope).await,
         Verb::Patch => patch::patch(&req, &body, &state, &scope).await,

@@ -1,0 +1,179 @@
+//! Kinds that are not stored: the reviews (`createOnly: true` definitions) and the body
+//! kinds of create-only subresources (`serviceaccounts/token` → `TokenRequest`).
+//!
+//! A create of such a kind runs the generic part first (`endpoints/handlers/virtual_create.rs`:
+//! decode, `apiVersion`/`kind` check, pruning, defaults, schema and CEL validation), then
+//! the [`CreateHook`] the definition names (`strategy:`, one of codegen's
+//! `CREATE_HOOKS`), whose answer is sent as `201 Created`. Nothing is written to storage.
+
+use std::rc::Rc;
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use crate::api::ApiError;
+use crate::auth::{names, UserInfo};
+use crate::endpoints::ApiState;
+
+/// What a hook is given: one create request, its object already decoded, defaulted and
+/// validated against the kind's schema.
+pub struct CreateRequest<'a> {
+    pub state: &'a ApiState,
+    /// The requesting user, as authentication attached it (`crate::auth::user`); `None`
+    /// when no authentication ran.
+    pub user: Option<Rc<UserInfo>>,
+    /// The URL's namespace, for namespaced kinds and subresources of namespaced objects.
+    pub namespace: Option<&'a str>,
+    /// For a subresource: the name of the object it belongs to (the ServiceAccount).
+    pub parent: Option<&'a str>,
+    /// The request object (`kind`, `apiVersion`, `metadata` first).
+    pub object: Value,
+    /// `dryRun=All`: answer as usual but change nothing.
+    pub dry_run: bool,
+}
+
+/// The server side of a kind that is not stored: turns the request object into the
+/// answer (usually the object with `status` filled in).
+#[async_trait(?Send)]
+pub trait CreateHook: Sync {
+    async fn create(&self, req: CreateRequest<'_>) -> Result<Value, ApiError>;
+}
+
+/// The hook named `name` (a definition's `strategy`); an error naming it when the
+/// server has none, which refuses the catalog entry.
+pub fn named(name: Option<&str>) -> Result<&'static dyn CreateHook, String> {
+    Ok(match name {
+        Some("SelfSubjectReview") => &SelfSubjectReview,
+        Some("TokenReview") => &TokenReview,
+        Some("SubjectAccessReview") => &SubjectAccessReview,
+        Some("SelfSubjectAccessReview") => &SelfSubjectAccessReview,
+        Some("LocalSubjectAccessReview") => &LocalSubjectAccessReview,
+        Some("SelfSubjectRulesReview") => &SelfSubjectRulesReview,
+        Some("TokenRequest") => &TokenRequest,
+        Some(other) => return Err(format!("the server has no create hook named {other:?}")),
+        None => return Err("a create-only kind needs a create hook (`strategy`)".into()),
+    })
+}
+
+/// The user a request acts as: the authenticated one, or, when no authentication ran,
+/// the anonymous user. A server with authentication off behaves as kube-apiserver with
+/// only its anonymous authenticator enabled: every request is `system:anonymous` in
+/// `system:unauthenticated`.
+fn acting_user(user: Option<Rc<UserInfo>>) -> Rc<UserInfo> {
+    user.unwrap_or_else(|| {
+        Rc::new(UserInfo {
+            name: names::ANONYMOUS.into(),
+            groups: vec![names::UNAUTHENTICATED.into()],
+            ..UserInfo::default()
+        })
+    })
+}
+
+/// authentication.k8s.io/v1 `SelfSubjectReview`: who the caller is (`kubectl auth whoami`).
+struct SelfSubjectReview;
+
+#[async_trait(?Send)]
+impl CreateHook for SelfSubjectReview {
+    async fn create(&self, req: CreateRequest<'_>) -> Result<Value, ApiError> {
+        let user = acting_user(req.user);
+        let mut answer = req.object;
+        // As upstream, the answer carries a creation time and nothing the client sent
+        // in its status.
+        answer["metadata"]["creationTimestamp"] = json!(crate::api::meta::now_rfc3339());
+        answer["status"] = json!({ "userInfo": user.to_json() });
+        Ok(answer)
+    }
+}
+
+/// The 503 of a hook whose logic is not written yet.
+fn not_served(kind: &str) -> ApiError {
+    ApiError::unavailable(format!("{kind} is not served yet"))
+}
+
+/// authentication.k8s.io/v1 `TokenReview`.
+struct TokenReview;
+
+#[async_trait(?Send)]
+impl CreateHook for TokenReview {
+    async fn create(&self, _req: CreateRequest<'_>) -> Result<Value, ApiError> {
+        // filled in by the authn/authz work
+        Err(not_served("TokenReview"))
+    }
+}
+
+/// authorization.k8s.io/v1 `SubjectAccessReview`.
+struct SubjectAccessReview;
+
+#[async_trait(?Send)]
+impl CreateHook for SubjectAccessReview {
+    async fn create(&self, _req: CreateRequest<'_>) -> Result<Value, ApiError> {
+        // filled in by the authn/authz work
+        Err(not_served("SubjectAccessReview"))
+    }
+}
+
+/// authorization.k8s.io/v1 `SelfSubjectAccessReview` (`kubectl auth can-i`).
+struct SelfSubjectAccessReview;
+
+#[async_trait(?Send)]
+impl CreateHook for SelfSubjectAccessReview {
+    async fn create(&self, _req: CreateRequest<'_>) -> Result<Value, ApiError> {
+        // filled in by the authn/authz work
+        Err(not_served("SelfSubjectAccessReview"))
+    }
+}
+
+/// authorization.k8s.io/v1 `LocalSubjectAccessReview` (namespaced).
+struct LocalSubjectAccessReview;
+
+#[async_trait(?Send)]
+impl CreateHook for LocalSubjectAccessReview {
+    async fn create(&self, _req: CreateRequest<'_>) -> Result<Value, ApiError> {
+        // filled in by the authn/authz work
+        Err(not_served("LocalSubjectAccessReview"))
+    }
+}
+
+/// authorization.k8s.io/v1 `SelfSubjectRulesReview` (`kubectl auth can-i --list`).
+struct SelfSubjectRulesReview;
+
+#[async_trait(?Send)]
+impl CreateHook for SelfSubjectRulesReview {
+    async fn create(&self, _req: CreateRequest<'_>) -> Result<Value, ApiError> {
+        // filled in by the authn/authz work
+        Err(not_served("SelfSubjectRulesReview"))
+    }
+}
+
+/// authentication.k8s.io/v1 `TokenRequest`, the body of `serviceaccounts/token`
+/// (`kubectl create token`); `parent` is the ServiceAccount's name.
+struct TokenRequest;
+
+#[async_trait(?Send)]
+impl CreateHook for TokenRequest {
+    async fn create(&self, _req: CreateRequest<'_>) -> Result<Value, ApiError> {
+        // filled in by the authn/authz work
+        Err(not_served("TokenRequest"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_hook_codegen_accepts_exists_and_others_are_refused() {
+        for name in codegen::model::CREATE_HOOKS {
+            assert!(named(Some(name)).is_ok(), "{name}");
+        }
+        assert!(named(Some("Secret")).is_err());
+        assert!(named(None).is_err());
+    }
+
+    #[test]
+    fn without_authentication_the_caller_is_anonymous() {
+        let u = acting_user(None);
+        assert_eq!(u.name, "system:anonymous");
+        assert_eq!(u.groups, ["system:unauthenticated"]);
+    }
+}
