@@ -13,6 +13,7 @@ pub const STRATEGIES: &[&str] = &[
     "ConfigMap",
     "CustomResourceDefinition",
     "Namespace",
+    "RBAC",
     "Secret",
 ];
 

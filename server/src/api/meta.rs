@@ -202,9 +202,40 @@ fn is_label(s: &str) -> bool {
 }
 
 /// Validates a name as a DNS-1123 subdomain (most kinds) or label (namespaces).
-pub fn validate_name(field: &str, name: &str, label_only: bool) -> Vec<StatusCause> {
+/// Which rule an object name follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameRule {
+    /// A DNS-1123 label (namespaces).
+    Label,
+    /// A DNS-1123 subdomain (most kinds).
+    Subdomain,
+    /// Anything usable as one URL path segment (RBAC kinds: `system:basic-user`).
+    PathSegment,
+}
+
+/// The name's problems under `rule`, as kube-apiserver words them.
+pub fn validate_name(field: &str, name: &str, rule: NameRule) -> Vec<StatusCause> {
     let mut causes = Vec::new();
-    if label_only {
+    if rule == NameRule::PathSegment {
+        if name == "." || name == ".." {
+            causes.push(StatusCause::invalid(
+                field,
+                name,
+                &format!("may not be '{name}'"),
+            ));
+        }
+        for bad in ["/", "%"] {
+            if name.contains(bad) {
+                causes.push(StatusCause::invalid(
+                    field,
+                    name,
+                    &format!("may not contain '{bad}'"),
+                ));
+            }
+        }
+        return causes;
+    }
+    if rule == NameRule::Label {
         if name.len() > 63 {
             causes.push(StatusCause::invalid(
                 field,
@@ -423,8 +454,25 @@ mod tests {
 
     #[test]
     fn names() {
-        assert!(validate_name("metadata.name", "a.b-c", false).is_empty());
-        assert_eq!(validate_name("metadata.name", "Bad_Name", false).len(), 1);
-        assert_eq!(validate_name("metadata.name", "a.b", true).len(), 1);
+        assert!(validate_name("metadata.name", "a.b-c", NameRule::Subdomain).is_empty());
+        assert_eq!(
+            validate_name("metadata.name", "Bad_Name", NameRule::Subdomain).len(),
+            1
+        );
+        assert_eq!(
+            validate_name("metadata.name", "a.b", NameRule::Label).len(),
+            1
+        );
+        assert!(
+            validate_name("metadata.name", "system:basic-user", NameRule::PathSegment).is_empty()
+        );
+        assert_eq!(
+            validate_name("metadata.name", "a/b%", NameRule::PathSegment).len(),
+            2
+        );
+        assert_eq!(
+            validate_name("metadata.name", "..", NameRule::PathSegment).len(),
+            1
+        );
     }
 }

@@ -1019,7 +1019,7 @@ impl Store {
         name: &str,
     ) -> Result<(), ApiError> {
         let strategy = res.strategy;
-        let mut causes = validate_name("metadata.name", name, strategy.name_is_label());
+        let mut causes = validate_name("metadata.name", name, strategy.name_rule());
         causes.extend(validate_object_meta(obj));
         let schema_causes = schema::validate(obj, &res.schema);
         // Rules assume a value of the declared shape, as kube-apiserver runs them only

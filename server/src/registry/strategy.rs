@@ -4,6 +4,7 @@
 use base64::Engine;
 use serde_json::{json, Value};
 
+use crate::api::meta::NameRule;
 use crate::api::StatusCause;
 
 /// A Table column computed by code rather than a JSONPath (ConfigMap's and Secret's DATA).
@@ -53,9 +54,9 @@ pub trait Strategy: Send + Sync {
     fn validate(&self, _obj: &Value) -> Vec<StatusCause> {
         Vec::new()
     }
-    /// Whether names must be DNS-1123 labels (namespaces) rather than subdomains.
-    fn name_is_label(&self) -> bool {
-        false
+    /// The rule names follow (DNS-1123 subdomains unless the kind says otherwise).
+    fn name_rule(&self) -> NameRule {
+        NameRule::Subdomain
     }
     /// Whether a PUT without `metadata.resourceVersion` is allowed (core kinds) or must
     /// name the version it replaces (custom resources, as CRDs do).
@@ -66,6 +67,18 @@ pub trait Strategy: Send + Sync {
     /// and Secrets do not carry it).
     fn tracks_generation(&self) -> bool {
         true
+    }
+}
+
+/// Roles and bindings: core-kind behaviour, names as URL path segments (upstream's RBAC
+/// names such as `system:basic-user` are no DNS names).
+pub struct RbacStrategy;
+impl Strategy for RbacStrategy {
+    fn tracks_generation(&self) -> bool {
+        false
+    }
+    fn name_rule(&self) -> NameRule {
+        NameRule::PathSegment
     }
 }
 
@@ -177,8 +190,8 @@ impl Strategy for NamespaceStrategy {
         new["status"] = status;
     }
 
-    fn name_is_label(&self) -> bool {
-        true
+    fn name_rule(&self) -> NameRule {
+        NameRule::Label
     }
 
     fn blocks_deletion(&self, obj: &Value) -> bool {
@@ -310,6 +323,7 @@ pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy,
         Some("ConfigMap") => &ConfigMapStrategy,
         Some("Namespace") => &NamespaceStrategy,
         Some("CustomResourceDefinition") => &CustomResourceDefinitionStrategy,
+        Some("RBAC") => &RbacStrategy,
         Some(other) => return Err(format!("the server has no strategy named {other:?}")),
         None if builtin => &PlainCoreStrategy,
         None => &DefaultStrategy,

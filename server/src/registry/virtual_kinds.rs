@@ -12,13 +12,16 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use crate::api::ApiError;
-use crate::auth::{names, UserInfo};
+use crate::auth::{names, reviews, Auth, UserInfo};
 use crate::endpoints::ApiState;
 
 /// What a hook is given: one create request, its object already decoded, defaulted and
 /// validated against the kind's schema.
 pub struct CreateRequest<'a> {
     pub state: &'a ApiState,
+    /// The server's authenticators and authorizers (`None` only outside the server's
+    /// handler chain).
+    pub auth: Option<&'a Auth>,
     /// The requesting user, as authentication attached it (`crate::auth::user`); `None`
     /// when no authentication ran.
     pub user: Option<Rc<UserInfo>>,
@@ -85,9 +88,10 @@ impl CreateHook for SelfSubjectReview {
     }
 }
 
-/// The 503 of a hook whose logic is not written yet.
-fn not_served(kind: &str) -> ApiError {
-    ApiError::unavailable(format!("{kind} is not served yet"))
+/// The authenticators and authorizers a review needs.
+fn auth<'a>(req: &CreateRequest<'a>) -> Result<&'a Auth, ApiError> {
+    req.auth
+        .ok_or_else(|| ApiError::internal("the reviews need the server's authorizers"))
 }
 
 /// authentication.k8s.io/v1 `TokenReview`.
@@ -95,9 +99,8 @@ struct TokenReview;
 
 #[async_trait(?Send)]
 impl CreateHook for TokenReview {
-    async fn create(&self, _req: CreateRequest<'_>) -> Result<Value, ApiError> {
-        // filled in by the authn/authz work
-        Err(not_served("TokenReview"))
+    async fn create(&self, req: CreateRequest<'_>) -> Result<Value, ApiError> {
+        reviews::token_review(auth(&req)?, req.object).await
     }
 }
 
@@ -106,9 +109,8 @@ struct SubjectAccessReview;
 
 #[async_trait(?Send)]
 impl CreateHook for SubjectAccessReview {
-    async fn create(&self, _req: CreateRequest<'_>) -> Result<Value, ApiError> {
-        // filled in by the authn/authz work
-        Err(not_served("SubjectAccessReview"))
+    async fn create(&self, req: CreateRequest<'_>) -> Result<Value, ApiError> {
+        reviews::subject_access_review(auth(&req)?, req.object)
     }
 }
 
@@ -117,9 +119,10 @@ struct SelfSubjectAccessReview;
 
 #[async_trait(?Send)]
 impl CreateHook for SelfSubjectAccessReview {
-    async fn create(&self, _req: CreateRequest<'_>) -> Result<Value, ApiError> {
-        // filled in by the authn/authz work
-        Err(not_served("SelfSubjectAccessReview"))
+    async fn create(&self, req: CreateRequest<'_>) -> Result<Value, ApiError> {
+        let auth = auth(&req)?;
+        let user = acting_user(req.user);
+        reviews::self_subject_access_review(auth, &user, req.object)
     }
 }
 
@@ -128,9 +131,9 @@ struct LocalSubjectAccessReview;
 
 #[async_trait(?Send)]
 impl CreateHook for LocalSubjectAccessReview {
-    async fn create(&self, _req: CreateRequest<'_>) -> Result<Value, ApiError> {
-        // filled in by the authn/authz work
-        Err(not_served("LocalSubjectAccessReview"))
+    async fn create(&self, req: CreateRequest<'_>) -> Result<Value, ApiError> {
+        let namespace = req.namespace.unwrap_or_default();
+        reviews::local_subject_access_review(auth(&req)?, namespace, req.object)
     }
 }
 
@@ -139,9 +142,10 @@ struct SelfSubjectRulesReview;
 
 #[async_trait(?Send)]
 impl CreateHook for SelfSubjectRulesReview {
-    async fn create(&self, _req: CreateRequest<'_>) -> Result<Value, ApiError> {
-        // filled in by the authn/authz work
-        Err(not_served("SelfSubjectRulesReview"))
+    async fn create(&self, req: CreateRequest<'_>) -> Result<Value, ApiError> {
+        let auth = auth(&req)?;
+        let user = acting_user(req.user);
+        reviews::self_subject_rules_review(auth, &user, req.object)
     }
 }
 
@@ -151,12 +155,13 @@ struct TokenRequest;
 
 #[async_trait(?Send)]
 impl CreateHook for TokenRequest {
-    async fn create(&self, _req: CreateRequest<'_>) -> Result<Value, ApiError> {
-        // filled in by the authn/authz work
-        Err(not_served("TokenRequest"))
+    async fn create(&self, req: CreateRequest<'_>) -> Result<Value, ApiError> {
+        let auth = auth(&req)?;
+        let namespace = req.namespace.unwrap_or_default();
+        let parent = req.parent.unwrap_or_default();
+        reviews::token_request(auth, req.state, namespace, parent, req.object, req.dry_run).await
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -57,6 +57,11 @@ pub(super) async fn create(
             }
         }
     }
+    // A review's status is the answer: what the client sent there is not input (typed
+    // clients send an empty one, which may lack the status' required fields).
+    if let Some(map) = obj.as_object_mut() {
+        map.remove("status");
+    }
     schema::apply_defaults(&mut obj, &res.schema);
     let mut causes = validate_object_meta(&obj);
     let schema_causes = schema::validate(&obj, &res.schema);
@@ -71,6 +76,9 @@ pub(super) async fn create(
     let answer: Value = hook
         .create(CreateRequest {
             state,
+            auth: req
+                .app_data::<actix_web::web::Data<crate::auth::Auth>>()
+                .map(|a| &***a),
             user: crate::auth::user(req),
             namespace: scope.namespace(),
             parent,
