@@ -560,7 +560,9 @@ fn output_within(mut cmd: Command, limit: Duration) -> Output {
 #[tokio::test(flavor = "multi_thread")]
 async fn docs_page_renders_the_kinds_in_headless_chromium() {
     let browser = chromium();
-    let s = TestServer::start();
+    // The browser sends no credentials, and anonymous users may not read the API's
+    // documents under RBAC: this test is about rendering, so everyone may read.
+    let s = TestServer::start_with_flags(&["--authorization-mode=AlwaysAllow"]);
     let c = s.client().await;
     let page = get(&c, "/docs", &[]).await;
     assert_eq!(page.status, 200);

@@ -439,3 +439,116 @@ fn bootstrap_policy_is_reconciled_without_overwriting_changes() {
     assert!(basic.trim().is_empty() || basic.trim() == "[]", "{basic}");
     s.kubectl_ok(&["get", "clusterrolebinding", "system:discovery"]);
 }
+
+/// Creates `body` with kubectl as the admin; the answer as JSON, or the error text.
+fn create_as_admin(
+    s: &TestServer,
+    name: &str,
+    body: serde_json::Value,
+) -> Result<serde_json::Value, String> {
+    let file = s.write_file(name, &body.to_string());
+    let o = s.kubectl(&["create", "-f", file.to_str().unwrap(), "-o", "json"]);
+    if o.status.success() {
+        Ok(serde_json::from_str(&out(&o)).unwrap())
+    } else {
+        Err(err(&o))
+    }
+}
+
+#[test]
+fn resource_names_limit_gets_and_watches_and_reviews_say_so() {
+    let ca = TestCa::new("test-client-ca");
+    let (s, _files) = server(&ca);
+    s.kubectl_ok(&["create", "namespace", "a"]);
+    for cm in ["cm", "other"] {
+        s.kubectl_ok(&["create", "configmap", cm, "-n", "a", "--from-literal=k=v"]);
+    }
+    s.kubectl_ok(&[
+        "create",
+        "role",
+        "one-cm",
+        "--verb=get,list,watch",
+        "--resource=configmaps",
+        "--resource-name=cm",
+        "-n",
+        "a",
+    ]);
+    s.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "bob-one",
+        "--role=one-cm",
+        "--user=bob",
+        "-n",
+        "a",
+    ]);
+    let bob = user(&s, "bob");
+    eventually_ok(&s, &bob, &["get", "configmap", "cm", "-n", "a"]);
+    assert!(!s
+        .kubectl_as(&bob, &["get", "configmap", "other", "-n", "a"])
+        .status
+        .success());
+    // A list or watch of that one name (fieldSelector metadata.name) is allowed; of all, not.
+    let one = "fieldSelector=metadata.name%3Dcm";
+    assert_eq!(
+        get(&bob, &format!("/api/v1/namespaces/a/configmaps?{one}")).0,
+        200
+    );
+    assert_eq!(
+        get(
+            &bob,
+            &format!("/api/v1/namespaces/a/configmaps?watch=1&timeoutSeconds=1&{one}")
+        )
+        .0,
+        200
+    );
+    assert_eq!(
+        get(
+            &bob,
+            "/api/v1/namespaces/a/configmaps?watch=1&timeoutSeconds=1"
+        )
+        .0,
+        403
+    );
+    assert_eq!(get(&bob, "/api/v1/namespaces/a/configmaps").0, 403);
+
+    // SubjectAccessReview answers the same for bob, with RBAC's reason.
+    let sar = |name: &str| {
+        serde_json::json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": "bob", "resourceAttributes": {"namespace": "a", "verb": "get", "resource": "configmaps", "name": name}}})
+    };
+    let yes = create_as_admin(&s, "sar1.json", sar("cm")).unwrap();
+    assert_eq!(yes["status"]["allowed"], true, "{yes}");
+    assert!(
+        yes["status"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains(r#"RoleBinding "bob-one/a" of Role "one-cm""#),
+        "{yes}"
+    );
+    let no = create_as_admin(&s, "sar2.json", sar("other")).unwrap();
+    assert_eq!(no["status"]["allowed"], false, "{no}");
+    // Malformed reviews are refused.
+    let e = create_as_admin(
+        &s,
+        "sar3.json",
+        serde_json::json!({"apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview", "spec": {"user": "bob"}}),
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("exactly one of nonResourceAttributes or resourceAttributes must be specified"),
+        "{e}"
+    );
+    let e = create_as_admin(&s, "lsar.json", serde_json::json!({"apiVersion": "authorization.k8s.io/v1",
+        "kind": "LocalSubjectAccessReview", "metadata": {"namespace": "a"},
+        "spec": {"user": "bob", "resourceAttributes": {"namespace": "b", "verb": "get", "resource": "configmaps"}}})).unwrap_err();
+    assert!(
+        e.contains("spec.resourceAttributes.namespace must match metadata.namespace"),
+        "{e}"
+    );
+    let local = create_as_admin(&s, "lsar2.json", serde_json::json!({"apiVersion": "authorization.k8s.io/v1",
+        "kind": "LocalSubjectAccessReview", "metadata": {"namespace": "a"},
+        "spec": {"user": "bob", "resourceAttributes": {"verb": "get", "resource": "configmaps", "name": "cm"}}})).unwrap();
+    assert_eq!(local["status"]["allowed"], true, "{local}");
+}

@@ -97,7 +97,7 @@ import http.client, ssl, sys
 conn = http.client.HTTPSConnection("127.0.0.1", int(sys.argv[1]), context=ssl.create_default_context(cafile=sys.argv[2]))
 conn.request("POST", "/api/v1/namespaces/default/configmaps",
              body='{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"once-"}}',
-             headers={"Content-Type": "application/json"})
+             headers={"Content-Type": "application/json", "Authorization": "Bearer " + sys.argv[3]})
 r = conn.getresponse()
 print(r.status)
 print(r.getheader("Retry-After"))
@@ -112,6 +112,7 @@ fn create_once(s: &TestServer) -> (u16, String, serde_json::Value) {
         .arg(&script)
         .arg(s.port().to_string())
         .arg(&ca)
+        .arg(admin_token(s))
         .output()
         .expect("running python3");
     assert!(
