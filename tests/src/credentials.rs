@@ -113,3 +113,55 @@ impl TestServer {
             .unwrap_or_else(|e| panic!("running kubectl {args:?}: {e}"))
     }
 }
+
+impl TestServer {
+    /// As the admin: a Role `role` in `namespace` allowing `verbs` (comma-separated) on
+    /// `resource`, bound to `subject` (kubectl's flag: `--user=alice`,
+    /// `--serviceaccount=a:robot`) by a RoleBinding `<role>-binding`.
+    pub fn grant(&self, namespace: &str, role: &str, verbs: &str, resource: &str, subject: &str) {
+        let (verbs, resource) = (format!("--verb={verbs}"), format!("--resource={resource}"));
+        self.kubectl_ok(&["create", "role", role, &verbs, &resource, "-n", namespace]);
+        let binding = format!("{role}-binding");
+        let role_flag = format!("--role={role}");
+        self.kubectl_ok(&[
+            "create",
+            "rolebinding",
+            &binding,
+            &role_flag,
+            subject,
+            "-n",
+            namespace,
+        ]);
+    }
+}
+
+/// A GET as the user of `kubeconfig` with extra `headers`, from synchronous code.
+///
+/// # Panics
+///
+/// When the request cannot be sent.
+pub fn get_as(kubeconfig: &Path, path: &str, headers: &[(&str, &str)]) -> crate::RawResponse {
+    let rt = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    rt.block_on(async {
+        let client = crate::client_from_kubeconfig(kubeconfig).await;
+        let mut req = http::Request::get(path).header(http::header::ACCEPT, "application/json");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = client
+            .send(req.body(kube::client::Body::empty()).expect("a request"))
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = resp.into_body().collect_bytes().await.expect("the body");
+        let text = String::from_utf8_lossy(&body).into_owned();
+        let json = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+        crate::RawResponse {
+            status,
+            headers,
+            text,
+            json,
+        }
+    })
+}

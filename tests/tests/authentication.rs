@@ -202,19 +202,5 @@ fn bad_authentication_flags_stop_the_server_at_start_up() {
 
 /// A GET as the user of `kubeconfig` with extra `headers`; the body as JSON.
 fn get(kubeconfig: &std::path::Path, headers: &[(&str, &str)], path: &str) -> serde_json::Value {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let client = apiserver_tests::client_from_kubeconfig(kubeconfig).await;
-        let mut req = http::Request::get(path);
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        let resp = client
-            .send(req.body(kube::client::Body::empty()).unwrap())
-            .await
-            .unwrap();
-        let body = resp.into_body().collect_bytes().await.unwrap();
-        serde_json::from_slice(&body)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&body)))
-    })
+    apiserver_tests::credentials::get_as(kubeconfig, path, headers).json
 }

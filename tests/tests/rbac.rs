@@ -73,12 +73,8 @@ fn eventually_fails(s: &TestServer, kubeconfig: &Path, args: &[&str]) -> String 
 
 /// A GET as the user of `kubeconfig`: status and body.
 fn get(kubeconfig: &Path, path: &str) -> (u16, serde_json::Value) {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let client = apiserver_tests::client_from_kubeconfig(kubeconfig).await;
-        let r = apiserver_tests::raw_request(&client, "GET", path, None, Vec::new()).await;
-        (r.status, r.json)
-    })
+    let r = apiserver_tests::credentials::get_as(kubeconfig, path, &[]);
+    (r.status, r.json)
 }
 
 #[test]
@@ -89,24 +85,7 @@ fn a_role_grants_what_it_says_where_it_says() {
         s.kubectl_ok(&["create", "namespace", ns]);
         s.kubectl_ok(&["create", "configmap", "cm", "-n", ns, "--from-literal=k=v"]);
     }
-    s.kubectl_ok(&[
-        "create",
-        "role",
-        "cm-reader",
-        "--verb=get",
-        "--resource=configmaps",
-        "-n",
-        "a",
-    ]);
-    s.kubectl_ok(&[
-        "create",
-        "rolebinding",
-        "alice-reads",
-        "--role=cm-reader",
-        "--user=alice",
-        "-n",
-        "a",
-    ]);
+    s.grant("a", "cm-reader", "get", "configmaps", "--user=alice");
 
     let alice = user(&s, "alice");
     let got = eventually_ok(
@@ -229,24 +208,13 @@ fn whoami_certificates_and_service_account_tokens() {
     s.kubectl_ok(&["create", "namespace", "a"]);
     s.kubectl_ok(&["create", "configmap", "cm", "-n", "a", "--from-literal=k=v"]);
     s.kubectl_ok(&["create", "serviceaccount", "robot", "-n", "a"]);
-    s.kubectl_ok(&[
-        "create",
-        "role",
+    s.grant(
+        "a",
         "cm-reader",
-        "--verb=get",
-        "--resource=configmaps",
-        "-n",
-        "a",
-    ]);
-    s.kubectl_ok(&[
-        "create",
-        "rolebinding",
-        "robot-reads",
-        "--role=cm-reader",
+        "get",
+        "configmaps",
         "--serviceaccount=a:robot",
-        "-n",
-        "a",
-    ]);
+    );
     let token = s
         .kubectl_ok(&["create", "token", "robot", "-n", "a"])
         .trim()
@@ -291,24 +259,13 @@ fn escalation_is_refused() {
     let ca = TestCa::new("test-client-ca");
     let (s, _files) = server(&ca);
     s.kubectl_ok(&["create", "namespace", "a"]);
-    s.kubectl_ok(&[
-        "create",
-        "role",
+    s.grant(
+        "a",
         "rbac-writer",
-        "--verb=create,get",
-        "--resource=roles,rolebindings",
-        "-n",
-        "a",
-    ]);
-    s.kubectl_ok(&[
-        "create",
-        "rolebinding",
-        "alice-writes",
-        "--role=rbac-writer",
+        "create,get",
+        "roles,rolebindings",
         "--user=alice",
-        "-n",
-        "a",
-    ]);
+    );
     let alice = user(&s, "alice");
     // What she holds she may hand on...
     eventually_ok(

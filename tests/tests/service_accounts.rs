@@ -14,42 +14,20 @@ use base64::Engine;
 fn with_robot(s: &TestServer) {
     s.kubectl_ok(&["create", "namespace", "a"]);
     s.kubectl_ok(&["create", "serviceaccount", "robot", "-n", "a"]);
-    s.kubectl_ok(&[
-        "create",
-        "role",
+    s.grant(
+        "a",
         "cm-reader",
-        "--verb=get,list",
-        "--resource=configmaps",
-        "-n",
-        "a",
-    ]);
-    s.kubectl_ok(&[
-        "create",
-        "rolebinding",
-        "robot-reads",
-        "--role=cm-reader",
+        "get,list",
+        "configmaps",
         "--serviceaccount=a:robot",
-        "-n",
-        "a",
-    ]);
+    );
 }
 
 /// The HTTP status of listing ConfigMaps in `a` with `token`.
 fn list_with(s: &TestServer, token: &str) -> u16 {
     let kubeconfig = s.kubeconfig_for("t", &UserCredentials::Token(token.to_string()));
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let client = apiserver_tests::client_from_kubeconfig(&kubeconfig).await;
-        apiserver_tests::raw_request(
-            &client,
-            "GET",
-            "/api/v1/namespaces/a/configmaps",
-            None,
-            Vec::new(),
-        )
-        .await
-        .status
-    })
+    let path = "/api/v1/namespaces/a/configmaps";
+    apiserver_tests::credentials::get_as(&kubeconfig, path, &[]).status
 }
 
 /// Waits until listing with `token` answers `code` (RBAC and deletions reach the
@@ -77,6 +55,15 @@ fn review(s: &TestServer, token: &str, audiences: &[&str]) -> serde_json::Value 
         .unwrap()
 }
 
+/// The claims of a JWT, unverified.
+fn claims_of(token: &str) -> serde_json::Value {
+    let payload = token.trim().split('.').nth(1).expect("a JWT");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .expect("base64url");
+    serde_json::from_slice(&bytes).expect("JSON claims")
+}
+
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
@@ -97,12 +84,7 @@ fn tokens_that_stop_working() {
     assert_eq!(list_with(&b, &token), 401);
     // A payload changed after signing.
     let parts: Vec<&str> = token.split('.').collect();
-    let mut claims: serde_json::Value = serde_json::from_slice(
-        &base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(parts[1])
-            .unwrap(),
-    )
-    .unwrap();
+    let mut claims = claims_of(&token);
     claims["exp"] = serde_json::json!(claims["exp"].as_u64().unwrap() + 86_400);
     let tampered = format!(
         "{}.{}.{}",
@@ -184,12 +166,7 @@ fn an_expired_token_is_refused() {
         .to_string();
     eventually_status(&s, &token, 200);
     let parts: Vec<&str> = token.split('.').collect();
-    let mut claims: serde_json::Value = serde_json::from_slice(
-        &base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(parts[1])
-            .unwrap(),
-    )
-    .unwrap();
+    let mut claims = claims_of(&token);
     claims["exp"] = serde_json::json!(claims["iat"].as_u64().unwrap() - 60);
     let expired = resign(&key_file, parts[0], &claims);
     assert_eq!(list_with(&s, &expired), 401);
@@ -243,13 +220,7 @@ fn token_requests_are_checked() {
     assert!(e.contains(r#"secrets "nope" not found"#), "{e}");
     // A longer lifetime is capped by --service-account-max-token-expiration.
     let token = s.kubectl_ok(&["create", "token", "robot", "-n", "a", "--duration=48h"]);
-    let payload = token.trim().split('.').nth(1).unwrap().to_string();
-    let claims: serde_json::Value = serde_json::from_slice(
-        &base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(payload)
-            .unwrap(),
-    )
-    .unwrap();
+    let claims = claims_of(&token);
     let lifetime = claims["exp"].as_u64().unwrap() - claims["iat"].as_u64().unwrap();
     assert_eq!(lifetime, 3600, "{claims}");
     assert_eq!(claims["sub"], "system:serviceaccount:a:robot");
