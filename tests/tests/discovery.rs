@@ -362,7 +362,14 @@ async fn legacy_resource_lists_match_kube_apiserver() {
         .collect();
     assert_eq!(
         names,
-        ["configmaps", "namespaces", "namespaces/status", "secrets"]
+        [
+            "configmaps",
+            "namespaces",
+            "namespaces/status",
+            "secrets",
+            "serviceaccounts",
+            "serviceaccounts/token"
+        ]
     );
     // The hash kube-apiserver publishes for ConfigMap (recorded).
     assert_eq!(
@@ -459,15 +466,34 @@ fn kubectl_api_resources_and_api_versions() {
     let cluster = s.kubectl_ok(&["api-resources", "--namespaced=false"]);
     assert_eq!(
         first_column(&cluster),
-        ["customresourcedefinitions", "gadgets", "namespaces"],
+        [
+            "clusterrolebindings",
+            "clusterroles",
+            "customresourcedefinitions",
+            "gadgets",
+            "namespaces",
+            "selfsubjectaccessreviews",
+            "selfsubjectreviews",
+            "selfsubjectrulesreviews",
+            "subjectaccessreviews",
+            "tokenreviews"
+        ],
         "{cluster}"
     );
     let watchable = s.kubectl_ok(&["api-resources", "--verbs=watch", "-o", "name"]);
-    assert_eq!(watchable.lines().count(), 6, "{watchable}");
+    // Stored kinds only: the reviews are create-only.
+    assert_eq!(watchable.lines().count(), 11, "{watchable}");
     let versions = s.kubectl_ok(&["api-versions"]);
     assert_eq!(
         versions.lines().collect::<Vec<_>>(),
-        ["apiextensions.k8s.io/v1", "example.dev/v1", "v1"]
+        [
+            "apiextensions.k8s.io/v1",
+            "authentication.k8s.io/v1",
+            "authorization.k8s.io/v1",
+            "example.dev/v1",
+            "rbac.authorization.k8s.io/v1",
+            "v1"
+        ]
     );
 }
 
@@ -595,7 +621,7 @@ async fn docs_page_renders_the_kinds_in_headless_chromium() {
         String::from_utf8_lossy(&out.stderr)
     );
     for want in [
-        "kinds from 3 OpenAPI documents",
+        "kinds from 6 OpenAPI documents",
         r#"data-anchor="example.dev/v1.Widget""#,
         "Named configuration values, as text (data) or bytes (binaryData).",
         "/api/v1/namespaces/{namespace}/configmaps/{name}",

@@ -572,6 +572,7 @@ fn path_op<'a>(d: &ResourceDef, item: &'a str, kind: PathKind, verb: Verb) -> Op
             None,
             responses(&["200"], &list, true),
         ),
+        (PathKind::Subresource(sub), _) => subresource_op(d, item, sub, verb),
         (_, Verb::Create) => plain(
             "create a",
             "post",
@@ -599,7 +600,6 @@ fn path_op<'a>(d: &ResourceDef, item: &'a str, kind: PathKind, verb: Verb) -> Op
         (PathKind::WatchObject, _) => watch(true, false),
         (PathKind::WatchCollection, _) => watch(false, false),
         (PathKind::WatchAllNamespaces, _) => watch(false, true),
-        (PathKind::Subresource(sub), _) => subresource_op(d, item, sub, verb),
         (_, Verb::Get) => plain(
             "read the specified",
             "get",
