@@ -721,7 +721,6 @@ impl Importer<'_> {
         let mut plural: Option<String> = None;
         let mut namespaced = false;
         let mut verbs: BTreeSet<String> = BTreeSet::new();
-        let mut subs: Vec<(String, Vec<String>)> = Vec::new();
         let paths = doc.json["paths"].as_object().cloned().unwrap_or_default();
         // First the kind's own paths (plural, scope, verbs).
         for (path, item) in &paths {
@@ -808,7 +807,6 @@ impl Importer<'_> {
                     .map(|r| r.trim_start_matches("#/components/schemas/").to_string());
                 body = Some((g, component));
             }
-            subs.push((sub.to_string(), methods.clone()));
             let sub_kind = match body {
                 Some((g, _)) if g == own && *sub == "status" => UpstreamSub::Status,
                 Some((g, _)) if g.2 == "Scale" && *sub == "scale" => UpstreamSub::Scale,
