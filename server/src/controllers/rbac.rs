@@ -50,7 +50,12 @@ pub async fn start(
         );
     };
     reconcile_bootstrap(&store, &kinds).await?;
-    aggregate_all(&store, &kinds).await;
+    // Aggregated roles complete before the first request (a pass per level of nesting).
+    for _ in 0..4 {
+        if !aggregate_all(&store, &kinds).await {
+            break;
+        }
+    }
     authorizer.replace(build(&store, &kinds).await?);
     tokio::spawn(follow(store, kinds, authorizer));
     Ok(())
@@ -67,38 +72,48 @@ async fn reconcile_bootstrap(store: &Store, kinds: &Kinds) -> Result<(), String>
                 .into_iter()
                 .map(|o| (cluster_role_bindings, o)),
         );
+    // All at once: concurrent writes share the embedded store's fsyncs (group commit), so
+    // a first start stays fast.
+    let writes = objects.map(|(res, wanted)| reconcile_one(store, res, wanted));
+    futures_util::future::join_all(writes)
+        .await
+        .into_iter()
+        .collect()
+}
+
+/// Reconciles one bootstrap object with what is stored.
+async fn reconcile_one(store: &Store, res: &ApiResource, wanted: Value) -> Result<(), String> {
+    let name = wanted["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let existing = match store.get(res, None, &name).await {
+        Ok(obj) => Some(obj),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => return Err(format!("reading {} {name}: {e}", res.def.plural)),
+    };
+    let Some(change) = bootstrap::reconcile(existing.as_ref(), &wanted) else {
+        return Ok(());
+    };
     let ctx = WriteContext::new(MANAGER);
-    for (res, wanted) in objects {
-        let name = wanted["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let existing = match store.get(res, None, &name).await {
-            Ok(obj) => Some(obj),
-            Err(e) if e.is_not_found() => None,
-            Err(e) => return Err(format!("reading {} {name}: {e}", res.def.plural)),
-        };
-        let Some(change) = bootstrap::reconcile(existing.as_ref(), &wanted) else {
-            continue;
-        };
-        let written = match change.op {
-            bootstrap::ReconcileOp::Create => store.create(res, None, change.object, &ctx).await,
-            bootstrap::ReconcileOp::Update => {
-                store
-                    .update(res, None, &name, change.object, Target::Main, &ctx)
-                    .await
-            }
-            bootstrap::ReconcileOp::Recreate => {
-                store
-                    .delete(res, None, &name, &DeleteOptions::default())
-                    .await
-                    .ok();
-                store.create(res, None, change.object, &ctx).await
-            }
-        };
-        written.map_err(|e| format!("reconciling {} {name}: {e}", res.def.plural))?;
-    }
-    Ok(())
+    let written = match change.op {
+        bootstrap::ReconcileOp::Create => store.create(res, None, change.object, &ctx).await,
+        bootstrap::ReconcileOp::Update => {
+            store
+                .update(res, None, &name, change.object, Target::Main, &ctx)
+                .await
+        }
+        bootstrap::ReconcileOp::Recreate => {
+            // roleRef cannot change: the old binding goes, the new one is created.
+            let _ = store
+                .delete(res, None, &name, &DeleteOptions::default())
+                .await;
+            store.create(res, None, change.object, &ctx).await
+        }
+    };
+    written
+        .map(|_| ())
+        .map_err(|e| format!("reconciling {} {name}: {e}", res.def.plural))
 }
 
 /// As informers read: from the watch cache.
@@ -133,18 +148,21 @@ async fn build(store: &Store, kinds: &Kinds) -> Result<RbacIndex, String> {
 }
 
 /// Writes the rules of each aggregated ClusterRole that differ from the union of the
-/// roles it selects; each write brings another pass, until nothing changes.
-async fn aggregate_all(store: &Store, kinds: &Kinds) {
+/// roles it selects; whether it wrote any (then another pass may change more: `admin`
+/// gathers `edit`, which gathers `view`).
+async fn aggregate_all(store: &Store, kinds: &Kinds) -> bool {
     let cluster_roles = &kinds.0[1];
     let Ok(all) = list(store, cluster_roles).await else {
-        return;
+        return false;
     };
+    let mut wrote = false;
     for role in &all {
         match rbac::aggregate(role, &all) {
             Ok(Some(rules)) => {
                 let name = role["metadata"]["name"].as_str().unwrap_or_default();
                 let updated = rbac::with_rules(role, &rules);
                 let ctx = WriteContext::new("clusterrole-aggregation-controller");
+                wrote = true;
                 if let Err(e) = store
                     .update(cluster_roles, None, name, updated, Target::Main, &ctx)
                     .await
@@ -158,6 +176,7 @@ async fn aggregate_all(store: &Store, kinds: &Kinds) {
             Err(e) => tracing::warn!("aggregating a clusterrole: {e}"),
         }
     }
+    wrote
 }
 
 /// Rebuilds after every change of an RBAC object (changes arriving together make one
