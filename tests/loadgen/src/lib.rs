@@ -5,7 +5,8 @@
 //! tables. `raw` is the engine baseline (durable redb transactions on the same disk);
 //! `storage` measures the `Storage` trait of both backends next to their raw engines;
 //! `crds` what CustomResourceDefinitions cost (install latency, memory, start-up, custom
-//! objects next to ConfigMaps).
+//! objects next to ConfigMaps); `authz` what authorization costs (a RoleBinding's user
+//! under RBAC next to AlwaysAllow).
 //!
 //! The `loadgen` binary is the command-line front end; BENCHMARKS.md at the repository
 //! root has the commands and the latest figures. Traffic only ever goes to loopback
@@ -13,6 +14,7 @@
 
 #![warn(missing_docs)]
 
+pub mod authz;
 pub mod client;
 pub mod crds;
 pub mod kubeconfig;

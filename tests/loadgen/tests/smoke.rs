@@ -177,3 +177,36 @@ async fn crd_mode_runs_every_part() {
         [0, 1, 3]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authz_mode_runs_every_configuration() {
+    use apiserver_loadgen::authz::{self, AuthzOptions};
+    let opts = AuthzOptions {
+        server_bin: apiserver_tests::server_binary().to_path_buf(),
+        server_args: Vec::new(),
+        data_root: None,
+        protocol: Protocol::Http2,
+        request_timeout: Duration::from_secs(60),
+        runs: 1,
+        count: 20,
+        concurrency: 4,
+        duration: Duration::from_millis(200),
+        object_size: 1024,
+        bindings: 8,
+        write_time: Duration::from_secs(60),
+        effect_timeout: Duration::from_secs(30),
+    };
+    let report = authz::run(&opts).await.expect("the authz benchmark");
+    let md = report.markdown();
+    println!("{md}");
+    assert_eq!(report.error_count(), 0, "failures in:\n{md}");
+    for want in [
+        "| GET p99 ms |",
+        "| create ConfigMap, requests/s |",
+        "RBAC, 8 other bindings",
+        "create ConfigMap (~1024 B), AlwaysAllow | 4 | 20 |",
+    ] {
+        assert!(md.contains(want), "no {want:?} in:\n{md}");
+    }
+    assert_eq!(report.effective_ms.len(), 3, "{md}");
+}
