@@ -19,6 +19,18 @@ pub enum Verb {
 }
 
 impl Verb {
+    /// Every verb, in the order discovery lists them (by name).
+    pub const ALL: [Verb; 8] = [
+        Verb::Create,
+        Verb::Delete,
+        Verb::DeleteCollection,
+        Verb::Get,
+        Verb::List,
+        Verb::Patch,
+        Verb::Update,
+        Verb::Watch,
+    ];
+
     /// The verb's wire name (`deletecollection`, ...).
     pub fn as_str(self) -> &'static str {
         match self {

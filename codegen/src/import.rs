@@ -825,16 +825,6 @@ impl Importer<'_> {
             };
             shape.subresources.insert(sub.to_string(), sub_kind);
         }
-        const ALL: &[&str] = &[
-            "create",
-            "delete",
-            "deletecollection",
-            "get",
-            "list",
-            "patch",
-            "update",
-            "watch",
-        ];
         let verbs: Vec<&str> = verbs.iter().map(String::as_str).collect();
         if verbs == ["create"] {
             shape.create_only = true;
@@ -844,7 +834,7 @@ impl Importer<'_> {
                     format!("{} is create-only upstream but has subresources", e.kind),
                 ));
             }
-        } else if verbs != ALL {
+        } else if verbs != crate::endpoints::Verb::ALL.map(crate::endpoints::Verb::as_str) {
             return Err(Diagnostic::new(
                 e.at.clone(),
                 format!(

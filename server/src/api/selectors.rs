@@ -264,6 +264,43 @@ impl LabelSelector {
         Ok(LabelSelector(reqs))
     }
 
+    /// The selector a metav1 `LabelSelector` object describes: `matchLabels` pairs and
+    /// `matchExpressions` as `(key, operator, values)` with `In`, `NotIn`, `Exists` and
+    /// `DoesNotExist`, checked as upstream checks one.
+    pub fn from_object<'a>(
+        match_labels: impl IntoIterator<Item = (&'a str, &'a str)>,
+        match_expressions: impl IntoIterator<Item = (&'a str, &'a str, &'a [String])>,
+    ) -> Result<Self, String> {
+        let mut reqs = Vec::new();
+        for (key, value) in match_labels {
+            check_key(key)?;
+            check_value(value)?;
+            reqs.push(Requirement::In(key.to_string(), vec![value.to_string()]));
+        }
+        for (key, operator, values) in match_expressions {
+            check_key(key)?;
+            let needs_values = matches!(operator, "In" | "NotIn");
+            if needs_values == values.is_empty() {
+                let must = if needs_values { "non-empty" } else { "empty" };
+                return Err(format!(
+                    "{key:?}: values must be {must} for operator {operator}"
+                ));
+            }
+            for v in values {
+                check_value(v)?;
+            }
+            let (key, values) = (key.to_string(), values.to_vec());
+            reqs.push(match operator {
+                "In" => Requirement::In(key, values),
+                "NotIn" => Requirement::NotIn(key, values),
+                "Exists" => Requirement::Exists(key),
+                "DoesNotExist" => Requirement::NotExists(key),
+                other => return Err(format!("{other:?} is not a valid label selector operator")),
+            });
+        }
+        Ok(LabelSelector(reqs))
+    }
+
     /// Whether `labels` satisfy every requirement.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.0.iter().all(|r| match r {

@@ -41,6 +41,15 @@ pub struct UserInfo {
 }
 
 impl UserInfo {
+    /// `system:anonymous` in `system:unauthenticated`: a request without credentials.
+    pub fn anonymous() -> Self {
+        UserInfo {
+            name: names::ANONYMOUS.into(),
+            groups: vec![names::UNAUTHENTICATED.into()],
+            ..UserInfo::default()
+        }
+    }
+
     /// The user as authentication.k8s.io/v1 `UserInfo` JSON (empty fields left out).
     pub fn to_json(&self) -> serde_json::Value {
         let mut out = serde_json::json!({ "username": self.name });

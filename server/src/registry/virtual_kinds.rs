@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use crate::api::ApiError;
-use crate::auth::{names, reviews, Auth, UserInfo};
+use crate::auth::{reviews, Auth, UserInfo};
 use crate::endpoints::ApiState;
 
 /// What a hook is given: one create request, its object already decoded, defaulted and
@@ -63,13 +63,7 @@ pub fn named(name: Option<&str>) -> Result<&'static dyn CreateHook, String> {
 /// only its anonymous authenticator enabled: every request is `system:anonymous` in
 /// `system:unauthenticated`.
 fn acting_user(user: Option<Rc<UserInfo>>) -> Rc<UserInfo> {
-    user.unwrap_or_else(|| {
-        Rc::new(UserInfo {
-            name: names::ANONYMOUS.into(),
-            groups: vec![names::UNAUTHENTICATED.into()],
-            ..UserInfo::default()
-        })
-    })
+    user.unwrap_or_else(|| Rc::new(UserInfo::anonymous()))
 }
 
 /// authentication.k8s.io/v1 `SelfSubjectReview`: who the caller is (`kubectl auth whoami`).

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use rustls::pki_types::CertificateDer;
 
-use super::names::{ANONYMOUS, AUTHENTICATED, UNAUTHENTICATED};
+use super::names::AUTHENTICATED;
 use super::UserInfo;
 
 /// What a request presents: its bearer token and the client certificate chain of its
@@ -94,11 +94,7 @@ impl Authenticator {
             }
         }
         if errors.is_empty() && self.anonymous {
-            return Ok(UserInfo {
-                name: ANONYMOUS.into(),
-                groups: vec![UNAUTHENTICATED.into()],
-                ..UserInfo::default()
-            });
+            return Ok(UserInfo::anonymous());
         }
         if errors.is_empty() {
             errors.push("no credentials, and anonymous access is off".into());
@@ -150,6 +146,7 @@ pub fn bearer_token(header: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::names::{ANONYMOUS, UNAUTHENTICATED};
 
     struct Fixed;
     #[async_trait]

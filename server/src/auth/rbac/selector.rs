@@ -3,114 +3,33 @@
 
 use std::collections::BTreeMap;
 
-use super::types::{LabelSelector, LabelSelectorRequirement};
+use super::types::LabelSelector;
+use crate::api::selectors;
 
 impl LabelSelector {
+    /// The selector as the API's own label selectors hold one, checked on the way.
+    fn to_selector(&self) -> Result<selectors::LabelSelector, String> {
+        selectors::LabelSelector::from_object(
+            self.match_labels
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+            self.match_expressions
+                .iter()
+                .map(|r| (r.key.as_str(), r.operator.as_str(), r.values.as_slice())),
+        )
+    }
+
     /// Whether the selector is well formed: operators known, values present exactly
     /// where the operator needs them, keys and values valid label syntax.
     pub fn validate(&self) -> Result<(), String> {
-        for (key, value) in &self.match_labels {
-            check_key(key)?;
-            check_value(value)?;
-        }
-        for req in &self.match_expressions {
-            check_key(&req.key)?;
-            match req.operator.as_str() {
-                "In" | "NotIn" => {
-                    if req.values.is_empty() {
-                        return Err(format!(
-                            "{:?}: values must be non-empty for operator {}",
-                            req.key, req.operator
-                        ));
-                    }
-                    for v in &req.values {
-                        check_value(v)?;
-                    }
-                }
-                "Exists" | "DoesNotExist" => {
-                    if !req.values.is_empty() {
-                        return Err(format!(
-                            "{:?}: values must be empty for operator {}",
-                            req.key, req.operator
-                        ));
-                    }
-                }
-                other => return Err(format!("{other:?} is not a valid label selector operator")),
-            }
-        }
-        Ok(())
+        self.to_selector().map(|_| ())
     }
 
     /// Whether `labels` satisfy the selector. The empty selector matches everything (as
     /// upstream's); an invalid one matches nothing.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        if self.validate().is_err() {
-            return false;
-        }
-        self.match_labels
-            .iter()
-            .all(|(k, v)| labels.get(k) == Some(v))
-            && self.match_expressions.iter().all(|r| r.matches(labels))
+        self.to_selector().is_ok_and(|s| s.matches(labels))
     }
-}
-
-impl LabelSelectorRequirement {
-    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
-        match self.operator.as_str() {
-            "In" => value.is_some_and(|v| self.values.contains(v)),
-            "NotIn" => value.is_none_or(|v| !self.values.contains(v)),
-            "Exists" => value.is_some(),
-            "DoesNotExist" => value.is_none(),
-            _ => false,
-        }
-    }
-}
-
-/// A label key: an optional DNS-subdomain prefix and `/`, then a name of at most 63
-/// alphanumerics, `-`, `_` and `.`, starting and ending alphanumeric.
-fn check_key(key: &str) -> Result<(), String> {
-    let (prefix, name) = match key.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
-    };
-    if let Some(prefix) = prefix {
-        let ok = !prefix.is_empty()
-            && prefix.len() <= 253
-            && prefix.split('.').all(|part| {
-                !part.is_empty()
-                    && part
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                    && !part.starts_with('-')
-                    && !part.ends_with('-')
-            });
-        if !ok {
-            return Err(format!("{key:?}: invalid label key prefix"));
-        }
-    }
-    if name.is_empty() || !is_label_token(name) {
-        return Err(format!("{key:?}: invalid label key"));
-    }
-    Ok(())
-}
-
-fn check_value(value: &str) -> Result<(), String> {
-    if value.is_empty() || is_label_token(value) {
-        Ok(())
-    } else {
-        Err(format!("{value:?}: invalid label value"))
-    }
-}
-
-fn is_label_token(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    s.len() <= 63
-        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 #[cfg(test)]
