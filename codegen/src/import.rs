@@ -42,6 +42,7 @@ const KIND_KEYS: &[&str] = &[
     "subresources",
     "additionalPrinterColumns",
     "selectableFields",
+    "protobuf",
 ];
 
 /// Keys of upstream schemas that are documentation or that our model has no use for.
@@ -97,6 +98,7 @@ pub fn import(
         read,
         docs: HashMap::new(),
         protos: HashMap::new(),
+        numbered: true,
     };
     let Some(sel) = parse_selection(selection_file, selection, &mut diags) else {
         return Err(diags.sorted());
@@ -140,6 +142,9 @@ struct Entry {
     subresources: Map<String, Value>,
     printer_columns: Option<Value>,
     selectable_fields: Vec<String>,
+    /// `protobuf: false`: import without field numbers (JSON and YAML only), for kinds
+    /// whose messages embed another message, which the protobuf codec cannot map yet.
+    protobuf: bool,
 }
 
 fn loc(file: &str, node: &Node) -> Location {
@@ -319,6 +324,20 @@ fn parse_selection(file: &str, text: &str, diags: &mut Diagnostics) -> Option<Se
                 .get_node("additionalPrinterColumns")
                 .map(crate::load::yaml::to_json),
             selectable_fields: list_of("selectableFields", diags),
+            protobuf: match m
+                .get_node("protobuf")
+                .map(|n| (n, n.as_scalar().map(|s| s.as_str())))
+            {
+                None | Some((_, Some("true"))) => true,
+                Some((_, Some("false"))) => false,
+                Some((n, _)) => {
+                    diags.push(Diagnostic::new(
+                        loc(file, n),
+                        "`protobuf` must be true or false",
+                    ));
+                    true
+                }
+            },
         });
     }
     Some(Selection {
@@ -373,6 +392,8 @@ struct Importer<'a> {
     docs: HashMap<String, Doc>,
     /// Proto package (`k8s.io.api.rbac.v1`) → its messages.
     protos: HashMap<String, Result<HashMap<String, Message>, Diagnostic>>,
+    /// Whether the kind being imported gets protobuf field numbers.
+    numbered: bool,
 }
 
 fn top_location(file: &str) -> Location {
@@ -519,6 +540,7 @@ impl Importer<'_> {
     }
 
     fn kind(&mut self, sel: &Selection, e: &Entry) -> Result<GeneratedFile, Diagnostic> {
+        self.numbered = e.protobuf;
         let doc_file = doc_path(&e.group, &e.version);
         let doc = self.doc(&doc_file)?;
         let doc_label = doc.file.clone();
@@ -910,8 +932,12 @@ impl Importer<'_> {
                 format!("`{name}` is not a schema object"),
             ));
         };
-        let message = self.message(name, &at)?;
-        if top && message.get("metadata") != Some(&1) {
+        let message = if self.numbered {
+            self.message(name, &at)?
+        } else {
+            Message::new()
+        };
+        if self.numbered && top && message.get("metadata") != Some(&1) {
             return Err(Diagnostic::new(
                 at,
                 format!("the protobuf message of `{name}` does not have metadata as field 1"),
@@ -940,15 +966,20 @@ impl Importer<'_> {
                                 _ => None,
                             }
                         });
-                        let Some(num) = num else {
-                            return Err(Diagnostic::new(
-                                at.clone(),
-                                format!("`{here}` has no field in the protobuf message"),
-                            ));
+                        let num = match num {
+                            Some(n) => Some(*n),
+                            None if !self.numbered => None,
+                            None => {
+                                return Err(Diagnostic::new(
+                                    at.clone(),
+                                    format!("`{here}` has no field in the protobuf message"),
+                                )
+                                .with_help("a Go-embedded message has no field of its own; `protobuf: false` on the kind imports it for JSON and YAML only"))
+                            }
                         };
                         let mut s = self.property(doc_file, p, &here, &at, stack)?;
-                        if let Some(o) = s.as_object_mut() {
-                            o.insert("x-protobuf-field".into(), Value::from(*num));
+                        if let (Some(o), Some(num)) = (s.as_object_mut(), num) {
+                            o.insert("x-protobuf-field".into(), Value::from(num));
                         }
                         props.insert(prop.clone(), s);
                     }

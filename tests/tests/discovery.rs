@@ -471,22 +471,27 @@ fn kubectl_api_resources_and_api_versions() {
             "clusterroles",
             "customresourcedefinitions",
             "gadgets",
+            "mutatingwebhookconfigurations",
             "namespaces",
             "selfsubjectaccessreviews",
             "selfsubjectreviews",
             "selfsubjectrulesreviews",
             "subjectaccessreviews",
-            "tokenreviews"
+            "tokenreviews",
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicybindings",
+            "validatingwebhookconfigurations"
         ],
         "{cluster}"
     );
     let watchable = s.kubectl_ok(&["api-resources", "--verbs=watch", "-o", "name"]);
     // Stored kinds only: the reviews are create-only.
-    assert_eq!(watchable.lines().count(), 11, "{watchable}");
+    assert_eq!(watchable.lines().count(), 15, "{watchable}");
     let versions = s.kubectl_ok(&["api-versions"]);
     assert_eq!(
         versions.lines().collect::<Vec<_>>(),
         [
+            "admissionregistration.k8s.io/v1",
             "apiextensions.k8s.io/v1",
             "authentication.k8s.io/v1",
             "authorization.k8s.io/v1",
@@ -621,7 +626,7 @@ async fn docs_page_renders_the_kinds_in_headless_chromium() {
         String::from_utf8_lossy(&out.stderr)
     );
     for want in [
-        "kinds from 6 OpenAPI documents",
+        "kinds from 7 OpenAPI documents",
         r#"data-anchor="example.dev/v1.Widget""#,
         "Named configuration values, as text (data) or bytes (binaryData).",
         "/api/v1/namespaces/{namespace}/configmaps/{name}",
