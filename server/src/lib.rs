@@ -7,6 +7,7 @@
 //! chained by delegation (aggregator → built-in resources → custom resources → 404) →
 //! HTTPS serving.
 
+pub mod admission;
 pub mod api;
 pub mod apiextensions;
 pub mod auth;
@@ -25,3 +26,4 @@ pub mod protobuf;
 pub mod registry;
 pub mod server;
 pub mod storage;
+pub mod webhook;

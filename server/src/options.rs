@@ -155,6 +155,23 @@ pub struct ServerRunOptions {
     )]
     pub authorization_mode: Vec<String>,
 
+    /// Admission plugins to turn on besides the default ones, by upstream's names
+    /// (comma-separated); the chain runs them in upstream's order, not this one's.
+    #[arg(
+        long = "enable-admission-plugins",
+        value_delimiter = ',',
+        value_name = "PLUGINS"
+    )]
+    pub enable_admission_plugins: Vec<String>,
+
+    /// Admission plugins to turn off, default ones included (comma-separated).
+    #[arg(
+        long = "disable-admission-plugins",
+        value_delimiter = ',',
+        value_name = "PLUGINS"
+    )]
+    pub disable_admission_plugins: Vec<String>,
+
     /// The most read-only requests served at once (watches not counted); more get 429
     /// with Retry-After. 0: no limit.
     #[arg(long = "max-requests-inflight", default_value_t = 400)]
@@ -186,6 +203,14 @@ pub struct ServerRunOptions {
 }
 
 impl ServerRunOptions {
+    /// The admission plugins the flags select, in the order they run.
+    pub fn admission_plugins(&self) -> Result<Vec<&'static str>, Vec<String>> {
+        crate::admission::plugins::select(
+            &self.enable_admission_plugins,
+            &self.disable_admission_plugins,
+        )
+    }
+
     /// Checks flag combinations; returns every problem found.
     pub fn validate(&self) -> Vec<String> {
         let mut errors = Vec::new();
@@ -218,6 +243,9 @@ impl ServerRunOptions {
         }
         self.validate_etcd(&mut errors);
         self.validate_auth(&mut errors);
+        if let Err(e) = self.admission_plugins() {
+            errors.extend(e);
+        }
         if self.data_dir.as_os_str().is_empty() {
             errors.push("--data-dir must not be empty".into());
         } else if self.data_dir.exists() && !self.data_dir.is_dir() {

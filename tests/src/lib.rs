@@ -31,6 +31,7 @@ use tempfile::TempDir;
 pub mod credentials;
 pub mod objects;
 pub mod tables;
+pub mod webhooks;
 pub use etcd_launcher::{etcd_binary, Etcd};
 
 /// The environment variable that picks the storage of [`TestServer::start`].

@@ -2,12 +2,9 @@
 //! ConversionReview v1) converts objects between a CRD's versions on every read, list,
 //! watch and write; a webhook that is down is a clear 500, never a wrong object.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-
 use apiserver_tests::objects::install_crd;
+use apiserver_tests::webhooks::{ca_bundle, WebhookServer};
 use apiserver_tests::{raw_request, TestServer};
-use base64::Engine;
 
 /// Converts Gauge objects: v1 `spec.count` is v2 `spec.amount`.
 const WEBHOOK: &str = r#"
@@ -46,39 +43,6 @@ server.socket = tls.wrap_socket(server.socket, server_side=True)
 print(server.server_address[1], flush=True)
 server.serve_forever()
 "#;
-
-/// The webhook process, killed on drop.
-struct Webhook(Child);
-
-impl Drop for Webhook {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts the webhook with the test server's own serving certificate (valid for
-/// 127.0.0.1, signed by the CA in the same directory); its port.
-fn start_webhook(s: &TestServer) -> (Webhook, u16) {
-    let certs = s.data_dir().join("certs");
-    let script = s.write_file("webhook.py", WEBHOOK);
-    let mut child = Command::new("python3")
-        .arg(&script)
-        .arg(certs.join("apiserver.crt"))
-        .arg(certs.join("apiserver.key"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("starting python3");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port = line
-        .trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("the webhook printed {line:?}, not its port"));
-    (Webhook(child), port)
-}
 
 fn gauges_crd(url: &str, ca_bundle: &str) -> String {
     format!(
@@ -120,11 +84,9 @@ spec:
 #[test]
 fn a_conversion_webhook_converts_objects_between_versions() {
     let s = TestServer::start();
-    let (webhook, port) = start_webhook(&s);
-    let ca = std::fs::read(s.data_dir().join("certs").join("ca.crt")).unwrap();
-    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca);
-    let url = format!("https://127.0.0.1:{port}/convert");
-    let crd = s.write_file("gauges.yaml", &gauges_crd(&url, &ca_bundle));
+    let webhook = WebhookServer::start(&s, "webhook.py", WEBHOOK, &[]);
+    let url = webhook.url("/convert");
+    let crd = s.write_file("gauges.yaml", &gauges_crd(&url, &ca_bundle(&s)));
     install_crd(&s, &crd, "gauges.conversion.example.com");
 
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -227,7 +189,7 @@ fn a_conversion_webhook_converts_objects_between_versions() {
     // A webhook this server cannot call is refused up front.
     let bad = s.write_file(
         "bad.yaml",
-        &gauges_crd("http://127.0.0.1:1/convert", &ca_bundle)
+        &gauges_crd("http://127.0.0.1:1/convert", &ca_bundle(&s))
             .replace("gauges", "dials")
             .replace("Gauge", "Dial")
             .replace("gauge,", "dial,"),

@@ -301,6 +301,38 @@ impl LabelSelector {
         Ok(LabelSelector(reqs))
     }
 
+    /// The selector a metav1 `LabelSelector` in JSON describes (absent or `{}`: everything).
+    pub fn from_json(v: &Value) -> Result<Self, String> {
+        let labels: Vec<(&str, &str)> = v["matchLabels"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or_default()))
+            .collect();
+        let exprs: Vec<(&str, &str, Vec<String>)> = v["matchExpressions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| {
+                let values = e["values"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect();
+                (
+                    e["key"].as_str().unwrap_or_default(),
+                    e["operator"].as_str().unwrap_or_default(),
+                    values,
+                )
+            })
+            .collect();
+        Self::from_object(
+            labels,
+            exprs.iter().map(|(k, o, vs)| (*k, *o, vs.as_slice())),
+        )
+    }
+
     /// Whether `labels` satisfy every requirement.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.0.iter().all(|r| match r {

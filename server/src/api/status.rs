@@ -131,6 +131,9 @@ pub enum StatusReason {
     TooManyRequests,
     InternalError,
     ServiceUnavailable,
+    /// No reason, or one this server does not know: what a webhook's refusal may carry
+    /// (the `Status` then has no `reason`).
+    Unspecified,
 }
 
 impl StatusReason {
@@ -153,7 +156,34 @@ impl StatusReason {
             StatusReason::TooManyRequests => "TooManyRequests",
             StatusReason::InternalError => "InternalError",
             StatusReason::ServiceUnavailable => "ServiceUnavailable",
+            StatusReason::Unspecified => "",
         }
+    }
+
+    /// The reason a `Status` from elsewhere (a webhook) names.
+    pub fn from_wire(reason: &str) -> StatusReason {
+        const KNOWN: [StatusReason; 16] = [
+            StatusReason::BadRequest,
+            StatusReason::Unauthorized,
+            StatusReason::Forbidden,
+            StatusReason::NotFound,
+            StatusReason::AlreadyExists,
+            StatusReason::Conflict,
+            StatusReason::Expired,
+            StatusReason::Invalid,
+            StatusReason::MethodNotAllowed,
+            StatusReason::NotAcceptable,
+            StatusReason::UnsupportedMediaType,
+            StatusReason::RequestEntityTooLarge,
+            StatusReason::Timeout,
+            StatusReason::TooManyRequests,
+            StatusReason::InternalError,
+            StatusReason::ServiceUnavailable,
+        ];
+        KNOWN
+            .into_iter()
+            .find(|r| r.as_str() == reason)
+            .unwrap_or(StatusReason::Unspecified)
     }
 }
 
@@ -214,7 +244,7 @@ impl ApiError {
         self.reason == StatusReason::Invalid
     }
 
-    fn new(code: u16, reason: StatusReason, message: impl Into<String>) -> Self {
+    pub fn new(code: u16, reason: StatusReason, message: impl Into<String>) -> Self {
         ApiError {
             code,
             reason,
@@ -526,6 +556,11 @@ impl ApiError {
             "reason": self.reason.as_str(),
             "code": self.code,
         });
+        if self.reason == StatusReason::Unspecified {
+            if let Some(m) = s.as_object_mut() {
+                m.remove("reason");
+            }
+        }
         if let Some(d) = &self.details {
             s["details"] = d.clone();
         }

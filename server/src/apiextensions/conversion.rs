@@ -5,30 +5,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
 use serde_json::{json, Value};
 
 use crate::api::ApiError;
+use crate::webhook::Endpoint;
 
 /// How long a webhook may take to answer (kube-apiserver's default).
 const TIMEOUT: Duration = Duration::from_secs(30);
-/// The largest answer read from a webhook.
-const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
 /// A conversion webhook, as a CRD's `spec.conversion.webhook.clientConfig` names it.
 pub struct Webhook {
     /// The kind it converts, for error messages.
     kind: String,
-    target: Result<Target, String>,
-}
-
-struct Target {
-    url: String,
-    host: String,
-    port: u16,
-    path: String,
-    tls: Arc<rustls::ClientConfig>,
+    target: Result<Endpoint, String>,
 }
 
 impl std::fmt::Debug for Webhook {
@@ -49,7 +38,7 @@ impl Webhook {
             .as_str()
             .unwrap_or_default()
             .to_string();
-        let target = Target::from_client_config(&conversion["webhook"]["clientConfig"]);
+        let target = Endpoint::from_client_config(&conversion["webhook"]["clientConfig"]);
         Some(Arc::new(Webhook { kind, target }))
     }
 
@@ -78,16 +67,10 @@ impl Webhook {
             "kind": "ConversionReview",
             "request": { "uid": uid, "desiredAPIVersion": api_version, "objects": objects },
         });
-        let answer = tokio::time::timeout(TIMEOUT, target.post(review.to_string()))
+        let answer = target
+            .post(review.to_string(), TIMEOUT, "ConversionReview")
             .await
-            .map_err(|_| {
-                fail(format!(
-                    "Post {:?}: timed out after {}s",
-                    target.url,
-                    TIMEOUT.as_secs()
-                ))
-            })?
-            .map_err(|e| fail(format!("Post {:?}: {e}", target.url)))?;
+            .map_err(fail)?;
         let response = &answer["response"];
         if response["uid"] != json!(uid) {
             return Err(fail(format!(
@@ -149,107 +132,6 @@ fn checked(old: &Value, mut new: Value, api_version: &str) -> Result<Value, Stri
     }
     new["metadata"] = meta;
     Ok(new)
-}
-
-impl Target {
-    fn from_client_config(config: &Value) -> Result<Target, String> {
-        let url = match (config["url"].as_str(), config["service"].is_object()) {
-            (Some(url), _) => url.to_string(),
-            // Services are not served yet, so there is nothing to resolve one with.
-            (None, true) => {
-                return Err(
-                    "service references are not supported by this server; use clientConfig.url"
-                        .into(),
-                )
-            }
-            (None, false) => return Err("clientConfig has neither url nor service".into()),
-        };
-        let rest = url
-            .strip_prefix("https://")
-            .ok_or_else(|| format!("{url:?} is not an https URL"))?;
-        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((h, p)) if !h.is_empty() => {
-                (h, p.parse().map_err(|_| format!("bad port in {url:?}"))?)
-            }
-            _ => (authority, 443),
-        };
-        let host = host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string();
-        let mut roots = rustls::RootCertStore::empty();
-        if let Some(bundle) = config["caBundle"].as_str() {
-            use base64::Engine;
-            let pem = base64::engine::general_purpose::STANDARD
-                .decode(bundle)
-                .map_err(|e| format!("caBundle is not base64: {e}"))?;
-            for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-                let cert = cert.map_err(|e| format!("caBundle: {e}"))?;
-                roots.add(cert).map_err(|e| format!("caBundle: {e}"))?;
-            }
-        }
-        if roots.is_empty() {
-            return Err("clientConfig.caBundle holds no certificate to trust".into());
-        }
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-        Ok(Target {
-            path: if path.is_empty() {
-                "/".into()
-            } else {
-                path.to_string()
-            },
-            url,
-            host,
-            port,
-            tls: Arc::new(tls),
-        })
-    }
-
-    /// POSTs `body` as JSON over a new TLS connection; the JSON answer.
-    async fn post(&self, body: String) -> Result<Value, String> {
-        let tcp = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
-            .await
-            .map_err(|e| e.to_string())?;
-        let name = rustls::pki_types::ServerName::try_from(self.host.clone())
-            .map_err(|e| e.to_string())?;
-        let tls = tokio_rustls::TlsConnector::from(self.tls.clone())
-            .connect(name, tcp)
-            .await
-            .map_err(|e| e.to_string())?;
-        let (mut sender, connection) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
-                .await
-                .map_err(|e| e.to_string())?;
-        tokio::spawn(connection);
-        let request = hyper::Request::post(&self.path)
-            .header(hyper::header::HOST, &self.host)
-            .header(hyper::header::CONTENT_TYPE, "application/json")
-            .header(hyper::header::ACCEPT, "application/json")
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| e.to_string())?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| e.to_string())?;
-        let status = response.status();
-        let bytes = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        if !status.is_success() {
-            return Err(format!("the webhook answered {status}"));
-        }
-        serde_json::from_slice(&bytes)
-            .map_err(|e| format!("the answer is not a ConversionReview: {e}"))
-    }
 }
 
 #[cfg(test)]

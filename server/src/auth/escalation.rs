@@ -5,18 +5,18 @@
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
+
 use serde_json::Value;
 
-use super::attributes::{Attributes, Decision};
+use super::attributes::{Attributes as AuthzAttributes, Decision};
 use super::rbac::{self, EscalationError, RbacIndex, RoleRefError};
-use super::{Auth, UserInfo};
+use super::Auth;
+use crate::admission::{Attributes, Operation, ValidatingPlugin};
 use crate::api::ApiError;
-use crate::catalog::ApiResource;
-use crate::registry::admission::ValidatingAdmission;
 
-/// The check for one request's writes.
+/// The check, run first in admission's validating phase.
 pub struct EscalationCheck {
-    pub user: Arc<UserInfo>,
     pub auth: actix_web::web::Data<Auth>,
 }
 
@@ -31,7 +31,7 @@ impl EscalationCheck {
     }
 
     /// The escalate/bind question, asked of the whole authorizer chain.
-    fn ask(&self, attrs: &Attributes<'_>) -> Decision {
+    fn ask(&self, attrs: &AuthzAttributes<'_>) -> Decision {
         match self.auth.authorizer.authorize(attrs) {
             Ok(()) => Decision::Allow(String::new()),
             Err(reason) => Decision::NoOpinion(reason),
@@ -39,23 +39,29 @@ impl EscalationCheck {
     }
 }
 
-impl ValidatingAdmission for EscalationCheck {
-    fn validate(
-        &self,
-        res: &ApiResource,
-        new: &Value,
-        old: Option<&Value>,
-        name: &str,
-    ) -> Result<(), ApiError> {
-        if res.def.group != rbac::RBAC_GROUP {
+#[async_trait]
+impl ValidatingPlugin for EscalationCheck {
+    async fn validate(&self, a: &Attributes<'_>, new: Option<&Value>) -> Result<(), ApiError> {
+        let res = a.resource;
+        let (Some(new), Operation::Create | Operation::Update) = (new, a.operation) else {
+            return Ok(());
+        };
+        if res.def.group != rbac::RBAC_GROUP || !a.subresource.is_empty() {
             return Ok(());
         }
+        let old = a.old_object;
+        // Named by the request path: empty on create, as upstream asks.
+        let name = if a.operation == Operation::Create {
+            ""
+        } else {
+            a.name
+        };
         // Finalizers and owner references may change without holding the rules.
         if old.is_some_and(|old| rbac::only_gc_fields_changed(old, new)) {
             return Ok(());
         }
-        let (index, user) = (self.index(), self.user.as_ref());
-        let ask = |a: &Attributes<'_>| self.ask(a);
+        let (index, user) = (self.index(), a.user);
+        let ask = |a: &AuthzAttributes<'_>| self.ask(a);
         let unreadable = |e: rbac::ObjectIssue| ApiError::bad_request(e.reason);
         let result = match res.def.plural.as_str() {
             "roles" => {

@@ -286,7 +286,7 @@ async fn clean_up(store: &Store, crds: &ApiResource, crd: &Value) -> Result<(), 
             let ns = obj["metadata"]["namespace"].as_str();
             let name = obj["metadata"]["name"].as_str().unwrap_or_default();
             match store
-                .delete(&res, ns, name, &DeleteOptions::default())
+                .delete(&res, ns, name, &DeleteOptions::default(), None)
                 .await
             {
                 Ok(_) => {}

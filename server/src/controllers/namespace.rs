@@ -85,7 +85,7 @@ async fn empty_namespace(catalog: &Catalog, store: &Store, ns: &str) -> Result<b
             remaining += 1;
             let name = obj["metadata"]["name"].as_str().unwrap_or_default();
             match store
-                .delete(res, Some(ns), name, &DeleteOptions::default())
+                .delete(res, Some(ns), name, &DeleteOptions::default(), None)
                 .await
             {
                 Ok(d) if d.deleted => remaining -= 1,

@@ -9,12 +9,11 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use crate::api::options::{DeleteOptions, ListOptions, ReadAt};
-use crate::api::selectors::{FieldSelector, LabelSelector};
+use crate::api::options::DeleteOptions;
 use crate::auth::authz::RbacAuthorizer;
 use crate::auth::rbac::{self, bootstrap, RbacIndex};
 use crate::catalog::{ApiResource, Catalog};
-use crate::registry::store::{Target, WatchStart, WriteContext};
+use crate::registry::store::{Target, WriteContext};
 use crate::registry::Store;
 
 /// The field manager of the controller's writes.
@@ -106,7 +105,7 @@ async fn reconcile_one(store: &Store, res: &ApiResource, wanted: Value) -> Resul
         bootstrap::ReconcileOp::Recreate => {
             // roleRef cannot change: the old binding goes, the new one is created.
             let _ = store
-                .delete(res, None, &name, &DeleteOptions::default())
+                .delete(res, None, &name, &DeleteOptions::default(), None)
                 .await;
             store.create(res, None, change.object, &ctx).await
         }
@@ -116,17 +115,9 @@ async fn reconcile_one(store: &Store, res: &ApiResource, wanted: Value) -> Resul
         .map_err(|e| format!("reconciling {} {name}: {e}", res.def.plural))
 }
 
-/// As informers read: from the watch cache.
-fn from_cache() -> ListOptions {
-    ListOptions {
-        at: ReadAt::Any,
-        ..ListOptions::default()
-    }
-}
-
 async fn list(store: &Store, res: &ApiResource) -> Result<Vec<Value>, String> {
     Ok(store
-        .list(res, None, &from_cache())
+        .list(res, None, &super::from_cache())
         .await
         .map_err(|e| format!("listing {}: {e}", res.def.plural))?
         .items)
@@ -184,7 +175,11 @@ async fn aggregate_all(store: &Store, kinds: &Kinds) -> bool {
 async fn follow(store: Store, kinds: Kinds, authorizer: Arc<RbacAuthorizer>) {
     let changed = Arc::new(Notify::new());
     for res in &kinds.0 {
-        tokio::spawn(watch(store.clone(), res.clone(), changed.clone()));
+        tokio::spawn(super::notify_on_changes(
+            store.clone(),
+            res.clone(),
+            changed.clone(),
+        ));
     }
     loop {
         let _ = tokio::time::timeout(RESYNC, changed.notified()).await;
@@ -193,28 +188,5 @@ async fn follow(store: Store, kinds: Kinds, authorizer: Arc<RbacAuthorizer>) {
             Ok(index) => authorizer.replace(index),
             Err(e) => tracing::warn!("RBAC: {e}"),
         }
-    }
-}
-
-/// Tells `changed` of every event of `res`, re-watching when a watch ends.
-async fn watch(store: Store, res: Arc<ApiResource>, changed: Arc<Notify>) {
-    loop {
-        let started = store
-            .watch(
-                res.clone(),
-                None,
-                WatchStart::State(ReadAt::Any),
-                LabelSelector::default(),
-                FieldSelector::default(),
-            )
-            .await;
-        // The current objects come first (as ADDED), so what changed while no watch ran
-        // is seen too.
-        if let Ok(mut w) = started {
-            while let Some(Ok(_)) = w.next().await {
-                changed.notify_one();
-            }
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }

@@ -49,6 +49,7 @@ pub fn handler_chain(
     openapi: web::Data<OpenApi>,
     limits: web::Data<limits::ServingLimits>,
     auth: web::Data<crate::auth::Auth>,
+    admission: web::Data<crate::admission::Chain>,
 ) -> App<
     impl ServiceFactory<
         ServiceRequest,
@@ -63,6 +64,7 @@ pub fn handler_chain(
         .app_data(openapi)
         .app_data(limits)
         .app_data(auth)
+        .app_data(admission)
         .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
         .configure(health::configure)
         .configure(discovery::configure)

@@ -2,7 +2,6 @@
 //! behaviour in [`strategy`] hooks and schema work (pruning, defaulting, validation) in
 //! [`schema`].
 
-pub mod admission;
 pub mod apply;
 pub mod cacher;
 pub mod cel;

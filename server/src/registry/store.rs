@@ -8,8 +8,8 @@ use base64::Engine;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::admission::ValidatingAdmission;
 use super::{managed_fields, schema};
+use crate::admission::{Operation, RequestAdmission, Target as AdmissionTarget};
 use crate::api::meta::{
     kept_on_update, meta_str, metadata_mut, now_rfc3339, server_set_fields, validate_name,
     validate_object_meta,
@@ -56,8 +56,8 @@ pub struct WriteContext {
     /// The object's managedFields were computed by server-side apply: keep them as given
     /// instead of recording an Update.
     pub apply: bool,
-    /// Validating admission the final object must pass (the requester's checks).
-    pub admission: Option<Arc<dyn ValidatingAdmission>>,
+    /// The requester's admission (`None` for the server's own writes).
+    pub admission: Option<Arc<RequestAdmission>>,
 }
 
 impl std::fmt::Debug for WriteContext {
@@ -87,6 +87,25 @@ impl WriteContext {
 pub struct Deletion {
     pub object: Value,
     pub deleted: bool,
+}
+
+/// After mutating admission: the object is still in the request's namespace (a webhook
+/// may not move it), which is filled in again when a patch dropped it.
+fn check_namespace_kept(obj: &mut Value, ns: Option<&str>) -> Result<(), ApiError> {
+    let meta = metadata_mut(obj);
+    match (ns, meta.get("namespace").and_then(Value::as_str)) {
+        (Some(ns), Some(got)) if !got.is_empty() && got != ns => Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        (Some(ns), _) => {
+            meta.insert("namespace".into(), json!(ns));
+            Ok(())
+        }
+        (None, _) => {
+            meta.remove("namespace");
+            Ok(())
+        }
+    }
 }
 
 fn has_finalizers(obj: &Value) -> bool {
@@ -566,12 +585,17 @@ impl Store {
                 }
             }
         }
-        if let Some(ns) = ns {
-            let name = meta_str(&obj, "name")
-                .or(meta_str(&obj, "generateName"))
-                .unwrap_or_default()
-                .to_string();
-            self.require_namespace(res, &name, ns).await?;
+        if let Some(admission) = &ctx.admission {
+            let name = meta_str(&obj, "name").unwrap_or_default().to_string();
+            let target = AdmissionTarget {
+                resource: res,
+                namespace: ns,
+                name: &name,
+            };
+            admission
+                .admit(Operation::Create, target, Some(&mut obj), None)
+                .await?;
+            check_namespace_kept(&mut obj, ns)?;
         }
         let generated = meta_str(&obj, "name").is_none_or(str::is_empty);
         let generate_name = meta_str(&obj, "generateName")
@@ -615,7 +639,14 @@ impl Store {
             let name = meta_str(&obj, "name").unwrap_or_default().to_string();
             self.validate(res, &obj, None, &name)?;
             if let Some(admission) = &ctx.admission {
-                admission.validate(res, &obj, None, "")?;
+                let target = AdmissionTarget {
+                    resource: res,
+                    namespace: ns,
+                    name: &name,
+                };
+                admission
+                    .validate(Operation::Create, target, Some(&obj), None)
+                    .await?;
             }
             if ctx.dry_run {
                 return Ok(obj);
@@ -769,6 +800,22 @@ impl Store {
                 return Err(ApiError::bad_request(format!("the name of the object ({body_name}) does not match the name on the URL ({name})")));
             }
         }
+        let admission_target = AdmissionTarget {
+            resource: res,
+            namespace: ns,
+            name,
+        };
+        if let Some(admission) = &ctx.admission {
+            admission
+                .admit(
+                    Operation::Update,
+                    admission_target,
+                    Some(&mut obj),
+                    Some(&old),
+                )
+                .await?;
+            check_namespace_kept(&mut obj, ns)?;
+        }
         if target == Target::Status {
             // The status endpoint changes status only (and, for an apply, who owns it).
             let mut merged = old.clone();
@@ -823,7 +870,9 @@ impl Store {
         }
         self.validate(res, &obj, Some(&old), name)?;
         if let Some(admission) = &ctx.admission {
-            admission.validate(res, &obj, Some(&old), name)?;
+            admission
+                .validate(Operation::Update, admission_target, Some(&obj), Some(&old))
+                .await?;
         }
         if !ctx.apply {
             // managedFields are the server's: carry them over, then record this write.
@@ -876,14 +925,15 @@ impl Store {
 
     /// Deletes an object. With finalizers (or a kind-level deletion block, such as a
     /// namespace's `spec.finalizers`) the object only gets `deletionTimestamp` and stays
-    /// until the last finalizer is removed; otherwise it is removed at once.
-    #[allow(clippy::too_many_arguments)]
+    /// until the last finalizer is removed; otherwise it is removed at once. `admission`
+    /// is the requester's (`None` for the server's own deletes).
     pub async fn delete(
         &self,
         res: &ApiResource,
         ns: Option<&str>,
         name: &str,
         options: &DeleteOptions,
+        admission: Option<&RequestAdmission>,
     ) -> Result<Deletion, ApiError> {
         let dry_run = options.dry_run;
         let precondition_uid = options.preconditions.uid.as_deref();
@@ -914,6 +964,14 @@ impl Store {
                     ..ApiError::conflict(res, name)
                 });
             }
+        }
+        if let Some(admission) = admission {
+            let target = AdmissionTarget {
+                resource: res,
+                namespace: ns,
+                name,
+            };
+            admission.delete(target, &obj).await?;
         }
         let strategy = res.strategy;
         if has_finalizers(&obj) || strategy.blocks_deletion(&obj) {
@@ -976,37 +1034,23 @@ impl Store {
         }
     }
 
-    /// The namespace must exist and not be terminating.
-    async fn require_namespace(
-        &self,
-        res: &ApiResource,
-        name: &str,
-        ns: &str,
-    ) -> Result<(), ApiError> {
-        // As kube-apiserver's NamespaceLifecycle admission: the namespace from the cache,
-        // or, when the cache does not have it (yet), from storage.
+    /// A namespace as stored: from the watch cache, or from storage while the cache does
+    /// not have it (yet), as kube-apiserver's NamespaceLifecycle admission reads it.
+    pub async fn namespace(&self, ns: &str) -> Result<Option<Value>, ApiError> {
         let key = format!("/registry/namespaces/{ns}");
         let cached = self
             .cacher_at("/registry/namespaces/".to_string())
             .filter(|c| c.revision().is_some())
             .and_then(|c| c.get(&key));
         let found = match cached {
-            Some(kv) => Ok(Some(kv)),
-            None => self.storage.get(&key).await,
+            Some(kv) => Some(kv),
+            None => self
+                .storage
+                .get(&key)
+                .await
+                .map_err(|e| ApiError::internal(e.to_string()))?,
         };
-        match found {
-            Ok(Some(kv)) => {
-                let terminating = serde_json::from_slice::<Value>(&kv.value)
-                    .ok()
-                    .is_some_and(|v| meta_str(&v, "deletionTimestamp").is_some());
-                if terminating {
-                    return Err(ApiError::namespace_terminating(res, name, ns));
-                }
-                Ok(())
-            }
-            Ok(None) => Err(ApiError::namespace_not_found(ns)),
-            Err(e) => Err(ApiError::internal(e.to_string())),
-        }
+        Ok(found.and_then(|kv| serde_json::from_slice(&kv.value).ok()))
     }
 
     /// Every check a write passes: name, metadata, schema, CEL rules (with `old`, the

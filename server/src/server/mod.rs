@@ -131,12 +131,14 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         opts.request_timeout,
     ));
     let auth = web::Data::new(configured.auth);
+    let admission = web::Data::new(admission_chain(&opts, &state, &auth).await?);
     let mut server = HttpServer::new(move || {
         filters::handler_chain(
             app_state.clone(),
             openapi.clone(),
             limits.clone(),
             auth.clone(),
+            admission.clone(),
         )
     })
     .on_connect(filters::auth::remember_peer_certificates);
@@ -174,6 +176,34 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         kubeconfig.display()
     );
     server.run().await.map_err(|e| e.to_string())
+}
+
+/// The admission chain of the plugins the flags select, their configuration followed
+/// from the watch caches from here on.
+async fn admission_chain(
+    opts: &ServerRunOptions,
+    state: &ApiState,
+    auth: &web::Data<crate::auth::Auth>,
+) -> Result<crate::admission::Chain, String> {
+    use crate::admission::{plugins, webhook::WebhookConfigurations};
+    let selected = opts.admission_plugins().map_err(|e| e.join("; "))?;
+    let inert = plugins::inert(&selected);
+    if !inert.is_empty() {
+        tracing::info!(
+            "admission plugins with nothing to act on here (their kinds are not served): {}",
+            inert.join(", ")
+        );
+    }
+    let webhooks = WebhookConfigurations::start(&state.catalog, state.store.clone()).await;
+    Ok(plugins::build(
+        &selected,
+        plugins::Dependencies {
+            catalog: state.catalog.clone(),
+            store: state.store.clone(),
+            escalation: crate::auth::escalation::EscalationCheck { auth: auth.clone() },
+            webhooks,
+        },
+    ))
 }
 
 /// The listening socket. TCP_NODELAY is set on it (accepted connections inherit it):

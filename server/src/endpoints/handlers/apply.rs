@@ -36,7 +36,7 @@ pub(super) async fn apply(
             )
         })?;
     let force = opts.force;
-    let mut ctx = write_context(req, opts);
+    let mut ctx = write_context(req, scope, opts);
     ctx.apply = true;
     let subresource = match scope.subresource {
         Some(Subresource::Status) => Some("status"),

@@ -19,7 +19,12 @@ pub(super) async fn create(
     let (obj, warnings) = decode_object(req, body, scope, &opts)?;
     let created = state
         .store
-        .create(res, scope.namespace(), obj, &write_context(req, &opts))
+        .create(
+            res,
+            scope.namespace(),
+            obj,
+            &write_context(req, scope, &opts),
+        )
         .await?;
     Ok(with_warnings(
         respond_object(req, 201, &created, repr, res),

@@ -25,9 +25,10 @@ pub(super) async fn delete(
     let opts = DeleteOptions::parse(req.query_string(), body)?;
     let repr = write_representation(req);
     let name = scope.name();
+    let admission = super::admission(req, scope, opts.dry_run, "");
     let deletion = state
         .store
-        .delete(res, scope.namespace(), name, &opts)
+        .delete(res, scope.namespace(), name, &opts, admission.as_deref())
         .await?;
     if deletion.deleted && res.builtin() {
         let mut details = json!({ "name": name, "kind": res.def.plural });
@@ -57,11 +58,14 @@ pub(super) async fn delete_collection(
     let repr = write_representation(req);
     let ns = scope.namespace();
     let page = state.store.list(res, ns, &list).await?;
+    let admission = super::admission(req, scope, opts.dry_run, "");
     // Several deletes in flight (kube-apiserver's --delete-collection-workers), so the
     // embedded store commits them together; answers keep the list's order.
     let deletes = page.items.iter().map(|obj| {
         let name = obj["metadata"]["name"].as_str().unwrap_or_default();
-        state.store.delete(res, ns, name, &opts)
+        state
+            .store
+            .delete(res, ns, name, &opts, admission.as_deref())
     });
     let results: Vec<_> = futures_util::stream::iter(deletes)
         .buffered(DELETE_COLLECTION_WORKERS)

@@ -11,18 +11,19 @@ mod patch;
 mod update;
 mod virtual_create;
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use std::sync::Arc;
+
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use codegen::endpoints::Verb;
 use serde_json::{json, Value};
 
 use super::negotiation::{decode_body, representation, Representation};
 use super::{ApiState, RequestScope};
+use crate::admission::{Chain, RequestAdmission};
 use crate::api::options::{FieldValidation, ReadAt, WriteOptions};
 use crate::api::ApiError;
-use crate::auth::escalation::EscalationCheck;
 use crate::catalog::ApiResource;
-use crate::registry::admission::ValidatingAdmission;
 use crate::registry::managed_fields::manager_name;
 use crate::registry::schema::prune;
 use crate::registry::store::{ObjectList, WriteContext};
@@ -55,35 +56,58 @@ pub async fn serve(
         Verb::Delete => delete::delete(&req, &body, &state, &scope).await,
         Verb::DeleteCollection => delete::delete_collection(&req, &state, &scope).await,
     };
-    match crd.and_then(|c| c.deprecation_warning.as_ref()) {
-        Some(warning) => reply.map(|r| with_warnings(r, std::slice::from_ref(warning))),
-        None => reply,
+    let mut warnings: Vec<String> = crd
+        .and_then(|c| c.deprecation_warning.clone())
+        .into_iter()
+        .collect();
+    if let Some(admission) = req.extensions().get::<Arc<RequestAdmission>>() {
+        warnings.extend(admission.outcome().warnings());
     }
+    reply.map(|r| with_warnings(r, &warnings))
 }
 
-/// The write context of a request: dryRun and the field manager (fieldManager, else the
-/// User-Agent's product token, as kube-apiserver derives it).
-fn write_context(req: &HttpRequest, opts: &WriteOptions) -> WriteContext {
+/// The write context of a request: dryRun, the field manager (fieldManager, else the
+/// User-Agent's product token, as kube-apiserver derives it) and its admission.
+fn write_context(req: &HttpRequest, scope: &RequestScope, opts: &WriteOptions) -> WriteContext {
     let ua = req
         .headers()
         .get(actix_web::http::header::USER_AGENT)
         .and_then(|v| v.to_str().ok());
+    let manager = manager_name(opts.field_manager.as_deref(), ua);
     WriteContext {
         dry_run: opts.dry_run,
-        manager: manager_name(opts.field_manager.as_deref(), ua),
+        admission: admission(req, scope, opts.dry_run, &manager),
+        manager,
         apply: false,
-        admission: admission(req),
     }
 }
 
-/// The validating admission of the requester's writes: RBAC's escalation checks.
-fn admission(req: &HttpRequest) -> Option<std::sync::Arc<dyn ValidatingAdmission>> {
-    let user = crate::auth::user(req)?;
-    let auth = req.app_data::<web::Data<crate::auth::Auth>>()?.clone();
-    Some(std::sync::Arc::new(EscalationCheck {
-        user: std::sync::Arc::new((*user).clone()),
-        auth,
-    }))
+/// The admission of the request's writes, kept in the request too, so that what the
+/// plugins said (warnings) reaches the response whatever the handler does.
+fn admission(
+    req: &HttpRequest,
+    scope: &RequestScope,
+    dry_run: bool,
+    manager: &str,
+) -> Option<Arc<RequestAdmission>> {
+    let chain = req.app_data::<web::Data<Chain>>()?.clone().into_inner();
+    let user = match crate::auth::user(req) {
+        Some(user) => Arc::new((*user).clone()),
+        None => Arc::new(crate::auth::UserInfo::anonymous()),
+    };
+    let subresource = scope
+        .subresource
+        .map(|s| s.name(&scope.resource.def).to_string())
+        .unwrap_or_default();
+    let admission = Arc::new(RequestAdmission::new(
+        chain,
+        user,
+        &subresource,
+        dry_run,
+        manager,
+    ));
+    req.extensions_mut().insert(admission.clone());
+    Some(admission)
 }
 
 /// Applies `fieldValidation` to unknown fields: Strict rejects, Warn (default) warns,

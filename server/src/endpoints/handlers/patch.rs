@@ -80,7 +80,7 @@ pub(super) async fn patch(
             scope.namespace(),
             scope.name(),
             scope.target(),
-            &write_context(req, &opts),
+            &write_context(req, scope, &opts),
             |old| {
                 let mut new = if scale {
                     to_scale(res, old)?

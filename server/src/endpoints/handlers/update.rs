@@ -21,7 +21,7 @@ pub(super) async fn update(
     let res = &scope.resource;
     let opts = WriteOptions::parse(req.query_string(), WriteKind::Update)?;
     let repr = write_representation(req);
-    let ctx = write_context(req, &opts);
+    let ctx = write_context(req, scope, &opts);
     let (ns, name) = (scope.namespace(), scope.name());
     if scope.subresource == Some(Subresource::Scale) {
         let scale: Value = serde_json::from_slice(body).map_err(|e| {

@@ -100,6 +100,31 @@ fn root() -> &'static Context<'static, 'static> {
     })
 }
 
+/// One CEL expression outside a schema (admission's match conditions and policies),
+/// with the same limits and Kubernetes library as validation rules.
+pub struct Expression {
+    program: Program,
+}
+
+impl Expression {
+    /// Compiles `expr`; a problem names `field`.
+    pub fn compile(expr: &str, field: &str) -> Result<Self, StatusCause> {
+        compile(expr, field).map(|program| Expression { program })
+    }
+
+    /// Evaluates with JSON values bound to the given names (`Value::Null` binds null).
+    pub fn evaluate(&self, variables: &[(&str, &Value)]) -> Result<cel::Value, String> {
+        let mut ctx = root().new_inner_scope();
+        for (name, v) in variables {
+            let v = cel::to_value(*v).map_err(|e| format!("{name}: {e}"))?;
+            ctx.add_variable_from_value(*name, v);
+        }
+        self.program
+            .execute(&ctx)
+            .map_err(|e| one_line(&e.to_string()))
+    }
+}
+
 impl Rules {
     /// Compiles every rule of `schema` (as JSON). Problems name the rule's field under
     /// `base` (e.g. `spec.versions[0].schema.openAPIV3Schema`).

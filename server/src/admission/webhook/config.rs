@@ -1,0 +1,202 @@
+//! One webhook of a Mutating- or ValidatingWebhookConfiguration, read once when the
+//! configuration changes: its endpoint, rules, selectors, match conditions and policies,
+//! and the question of whether it is called for a request.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::super::Attributes;
+use crate::api::selectors::{labels_of, LabelSelector};
+use crate::registry::cel::Expression;
+use crate::webhook::Endpoint;
+
+/// upstream's default and largest `timeoutSeconds`.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+const MAX_TIMEOUT_SECONDS: u64 = 30;
+
+/// What happens when the webhook cannot be called or answers nonsense.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailurePolicy {
+    Fail,
+    Ignore,
+}
+
+/// One rule: operations × groups × versions × resources × scope.
+#[derive(Debug)]
+pub struct Rule {
+    operations: Vec<String>,
+    api_groups: Vec<String>,
+    api_versions: Vec<String>,
+    resources: Vec<String>,
+    scope: String,
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str().map(String::from))
+        .collect()
+}
+
+fn listed(list: &[String], value: &str) -> bool {
+    list.iter().any(|v| v == "*" || v == value)
+}
+
+impl Rule {
+    fn from_json(v: &Value) -> Rule {
+        Rule {
+            operations: strings(&v["operations"]),
+            api_groups: strings(&v["apiGroups"]),
+            api_versions: strings(&v["apiVersions"]),
+            resources: strings(&v["resources"]),
+            scope: v["scope"].as_str().unwrap_or("*").to_string(),
+        }
+    }
+
+    /// Whether the rule covers the request, as upstream matches one: `*` is every
+    /// resource but no subresource, `*/*` both, `pods/*` every subresource of pods.
+    pub fn matches(&self, a: &Attributes<'_>) -> bool {
+        let def = &a.resource.def;
+        let resource_matches = self.resources.iter().any(|r| {
+            let (res, sub) = r.split_once('/').unwrap_or((r, ""));
+            (res == "*" || res == def.plural) && (sub == "*" || sub == a.subresource)
+        });
+        let is_namespace = def.group.is_empty() && def.plural == "namespaces";
+        let scope_matches = match self.scope.as_str() {
+            "Namespaced" => !is_namespace && a.namespace.is_some(),
+            "Cluster" => is_namespace || a.namespace.is_none(),
+            _ => true,
+        };
+        listed(&self.operations, a.operation.as_str())
+            && listed(&self.api_groups, &def.group)
+            && listed(&self.api_versions, &def.version)
+            && resource_matches
+            && scope_matches
+    }
+}
+
+/// One webhook, ready to be matched and called.
+pub struct Webhook {
+    pub name: String,
+    /// The endpoint, or why the client configuration cannot be used (every call fails
+    /// with it, under the failure policy).
+    pub endpoint: Result<Endpoint, String>,
+    pub rules: Vec<Rule>,
+    pub failure_policy: FailurePolicy,
+    namespace_selector: Result<LabelSelector, String>,
+    object_selector: Result<LabelSelector, String>,
+    /// `None` or `NoneOnDryRun`: may be called for dry runs.
+    pub dry_run_safe: bool,
+    pub timeout: Duration,
+    /// Whether it speaks AdmissionReview v1 (the only version this server sends).
+    pub accepts_v1: bool,
+    /// Mutating only: called again when later webhooks changed the object.
+    pub reinvoke: bool,
+    pub match_conditions: Vec<MatchCondition>,
+}
+
+/// A `matchConditions` entry: the webhook is called only when all are true.
+pub struct MatchCondition {
+    pub name: String,
+    pub expression: Result<Expression, String>,
+}
+
+impl Webhook {
+    /// The webhooks of one configuration object.
+    pub fn all_of(configuration: &Value) -> Vec<Webhook> {
+        configuration["webhooks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(Webhook::from_json)
+            .collect()
+    }
+
+    fn from_json(w: &Value) -> Webhook {
+        let timeout = w["timeoutSeconds"]
+            .as_u64()
+            .map(|s| Duration::from_secs(s.clamp(1, MAX_TIMEOUT_SECONDS)))
+            .unwrap_or(DEFAULT_TIMEOUT);
+        let match_conditions = w["matchConditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, c)| MatchCondition {
+                name: c["name"].as_str().unwrap_or_default().to_string(),
+                expression: Expression::compile(
+                    c["expression"].as_str().unwrap_or_default(),
+                    &format!("matchConditions[{i}].expression"),
+                )
+                .map_err(|cause| cause.message),
+            })
+            .collect();
+        Webhook {
+            name: w["name"].as_str().unwrap_or_default().to_string(),
+            endpoint: Endpoint::from_client_config(&w["clientConfig"]),
+            rules: w["rules"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(Rule::from_json)
+                .collect(),
+            failure_policy: match w["failurePolicy"].as_str() {
+                Some("Ignore") => FailurePolicy::Ignore,
+                _ => FailurePolicy::Fail,
+            },
+            namespace_selector: LabelSelector::from_json(&w["namespaceSelector"]),
+            object_selector: LabelSelector::from_json(&w["objectSelector"]),
+            dry_run_safe: matches!(w["sideEffects"].as_str(), Some("None" | "NoneOnDryRun")),
+            timeout,
+            accepts_v1: strings(&w["admissionReviewVersions"])
+                .iter()
+                .any(|v| v == "v1"),
+            reinvoke: w["reinvocationPolicy"] == "IfNeeded",
+            match_conditions,
+        }
+    }
+
+    /// Whether a rule covers the request and the object selector selects the object
+    /// (new or old). The namespace selector is asked apart ([`Self::selects_namespace`]),
+    /// since it needs the namespace's labels.
+    pub fn covers(&self, a: &Attributes<'_>, object: Option<&Value>) -> bool {
+        if !self.rules.iter().any(|r| r.matches(a)) {
+            return false;
+        }
+        let Ok(selector) = &self.object_selector else {
+            return false;
+        };
+        selector.is_empty()
+            || [object, a.old_object]
+                .into_iter()
+                .flatten()
+                .any(|o| selector.matches(&labels_of(o)))
+    }
+
+    /// Whether the namespace selector selects `labels` (the namespace's, or a
+    /// Namespace object's own); `None` for a cluster-scoped object, never exempt.
+    pub fn selects_namespace(
+        &self,
+        labels: Option<&std::collections::BTreeMap<String, String>>,
+    ) -> bool {
+        match (&self.namespace_selector, labels) {
+            (Err(_), _) => false,
+            (Ok(_), None) => true,
+            (Ok(s), Some(labels)) => s.matches(labels),
+        }
+    }
+
+    /// Whether the namespace selector selects everything (no lookup needed).
+    pub fn any_namespace(&self) -> bool {
+        self.namespace_selector
+            .as_ref()
+            .is_ok_and(LabelSelector::is_empty)
+    }
+
+    /// Whether the webhook is called for a dry run (its side effects allow it).
+    pub fn refuses_dry_run(&self, a: &Attributes<'_>) -> bool {
+        a.dry_run && !self.dry_run_safe
+    }
+}
