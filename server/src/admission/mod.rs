@@ -8,8 +8,10 @@
 //! ([`plugins`]); RBAC's escalation checks are not a plugin upstream (the RBAC storage
 //! makes them) and always run, first in the validating phase.
 
+pub mod matching;
 pub mod namespaces;
 pub mod plugins;
+pub mod policy;
 pub mod webhook;
 
 use std::collections::BTreeMap;

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::namespaces::{NamespaceAutoProvision, NamespaceExists, NamespaceLifecycle};
+use super::policy::{Policies, ValidatingAdmissionPolicy};
 use super::webhook::{self, WebhookConfigurations};
 use super::{Attributes, Chain, MutatingPlugin, ValidatingPlugin};
 use crate::api::ApiError;
@@ -66,7 +67,7 @@ const ORDERED: &[(&str, bool, Support)] = &[
     ("PodTopologyLabels", true, NothingToActOn),
     ("MutatingAdmissionPolicy", false, NothingToActOn),
     ("MutatingAdmissionWebhook", true, Implemented),
-    ("ValidatingAdmissionPolicy", true, NothingToActOn),
+    ("ValidatingAdmissionPolicy", true, Implemented),
     ("ValidatingAdmissionWebhook", true, Implemented),
     ("ResourceQuota", true, NothingToActOn),
     ("AlwaysDeny", false, Implemented),
@@ -130,6 +131,7 @@ pub struct Dependencies {
     pub store: Store,
     pub escalation: EscalationCheck,
     pub webhooks: Arc<WebhookConfigurations>,
+    pub policies: Arc<Policies>,
 }
 
 /// The chain of the selected plugins; RBAC's escalation checks always run first in the
@@ -155,6 +157,9 @@ pub fn build(selected: &[&str], deps: Dependencies) -> Chain {
             })),
             "MutatingAdmissionWebhook" => {
                 mutating.push(Arc::new(webhook::Mutating(deps.webhooks.clone())))
+            }
+            "ValidatingAdmissionPolicy" => {
+                validating.push(Arc::new(ValidatingAdmissionPolicy(deps.policies.clone())))
             }
             "ValidatingAdmissionWebhook" => {
                 validating.push(Arc::new(webhook::Validating(deps.webhooks.clone())))

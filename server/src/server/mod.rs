@@ -185,7 +185,7 @@ async fn admission_chain(
     state: &ApiState,
     auth: &web::Data<crate::auth::Auth>,
 ) -> Result<crate::admission::Chain, String> {
-    use crate::admission::{plugins, webhook::WebhookConfigurations};
+    use crate::admission::{plugins, policy::Policies, webhook::WebhookConfigurations};
     let selected = opts.admission_plugins().map_err(|e| e.join("; "))?;
     let inert = plugins::inert(&selected);
     if !inert.is_empty() {
@@ -195,6 +195,7 @@ async fn admission_chain(
         );
     }
     let webhooks = WebhookConfigurations::start(&state.catalog, state.store.clone()).await;
+    let policies = Policies::start(state.catalog.clone(), state.store.clone()).await;
     Ok(plugins::build(
         &selected,
         plugins::Dependencies {
@@ -202,6 +203,7 @@ async fn admission_chain(
             store: state.store.clone(),
             escalation: crate::auth::escalation::EscalationCheck { auth: auth.clone() },
             webhooks,
+            policies,
         },
     ))
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::super::matching::{strings, FailurePolicy, Rule};
 use super::super::Attributes;
 use crate::api::selectors::{labels_of, LabelSelector};
 use crate::registry::cel::Expression;
@@ -14,68 +15,6 @@ use crate::webhook::Endpoint;
 /// upstream's default and largest `timeoutSeconds`.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_TIMEOUT_SECONDS: u64 = 30;
-
-/// What happens when the webhook cannot be called or answers nonsense.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FailurePolicy {
-    Fail,
-    Ignore,
-}
-
-/// One rule: operations × groups × versions × resources × scope.
-#[derive(Debug)]
-pub struct Rule {
-    operations: Vec<String>,
-    api_groups: Vec<String>,
-    api_versions: Vec<String>,
-    resources: Vec<String>,
-    scope: String,
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|s| s.as_str().map(String::from))
-        .collect()
-}
-
-fn listed(list: &[String], value: &str) -> bool {
-    list.iter().any(|v| v == "*" || v == value)
-}
-
-impl Rule {
-    fn from_json(v: &Value) -> Rule {
-        Rule {
-            operations: strings(&v["operations"]),
-            api_groups: strings(&v["apiGroups"]),
-            api_versions: strings(&v["apiVersions"]),
-            resources: strings(&v["resources"]),
-            scope: v["scope"].as_str().unwrap_or("*").to_string(),
-        }
-    }
-
-    /// Whether the rule covers the request, as upstream matches one: `*` is every
-    /// resource but no subresource, `*/*` both, `pods/*` every subresource of pods.
-    pub fn matches(&self, a: &Attributes<'_>) -> bool {
-        let def = &a.resource.def;
-        let resource_matches = self.resources.iter().any(|r| {
-            let (res, sub) = r.split_once('/').unwrap_or((r, ""));
-            (res == "*" || res == def.plural) && (sub == "*" || sub == a.subresource)
-        });
-        let is_namespace = def.group.is_empty() && def.plural == "namespaces";
-        let scope_matches = match self.scope.as_str() {
-            "Namespaced" => !is_namespace && a.namespace.is_some(),
-            "Cluster" => is_namespace || a.namespace.is_none(),
-            _ => true,
-        };
-        listed(&self.operations, a.operation.as_str())
-            && listed(&self.api_groups, &def.group)
-            && listed(&self.api_versions, &def.version)
-            && resource_matches
-            && scope_matches
-    }
-}
 
 /// One webhook, ready to be matched and called.
 pub struct Webhook {
@@ -142,10 +81,7 @@ impl Webhook {
                 .flatten()
                 .map(Rule::from_json)
                 .collect(),
-            failure_policy: match w["failurePolicy"].as_str() {
-                Some("Ignore") => FailurePolicy::Ignore,
-                _ => FailurePolicy::Fail,
-            },
+            failure_policy: FailurePolicy::from_json(&w["failurePolicy"]),
             namespace_selector: LabelSelector::from_json(&w["namespaceSelector"]),
             object_selector: LabelSelector::from_json(&w["objectSelector"]),
             dry_run_safe: matches!(w["sideEffects"].as_str(), Some("None" | "NoneOnDryRun")),

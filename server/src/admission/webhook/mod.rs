@@ -9,17 +9,16 @@
 //! skipped under `failurePolicy: Ignore` and refuses the request (500) under `Fail`.
 
 mod config;
-mod review;
+pub mod review;
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use serde_json::Value;
 
-use self::config::{FailurePolicy, Webhook};
+use self::config::Webhook;
+use super::matching::FailurePolicy;
 use super::{Attributes, MutatingPlugin, ValidatingPlugin};
-use crate::api::selectors::labels_of;
 use crate::api::ApiError;
 use crate::catalog::{ApiResource, Catalog};
 use crate::registry::Store;
@@ -111,32 +110,6 @@ impl WebhookConfigurations {
             .clone()
     }
 
-    /// The labels the namespace selector is matched against: a Namespace object's own,
-    /// the namespace's for a namespaced object, none for other cluster-scoped objects.
-    async fn namespace_labels(
-        &self,
-        a: &Attributes<'_>,
-        object: Option<&Value>,
-    ) -> Result<Option<BTreeMap<String, String>>, ApiError> {
-        let def = &a.resource.def;
-        if def.group.is_empty() && def.plural == "namespaces" {
-            return Ok(object.or(a.old_object).map(labels_of));
-        }
-        let Some(ns) = a.namespace else {
-            return Ok(None);
-        };
-        let Some(store) = &self.store else {
-            return Ok(Some(BTreeMap::new()));
-        };
-        Ok(Some(
-            store
-                .namespace(ns)
-                .await?
-                .map(|n| labels_of(&n))
-                .unwrap_or_default(),
-        ))
-    }
-
     /// The webhooks of `hooks` that are called for this request.
     async fn matching<'h>(
         &self,
@@ -156,7 +129,10 @@ impl WebhookConfigurations {
         }
         let labels = match covered.iter().all(|h| h.any_namespace()) {
             true => None,
-            false => self.namespace_labels(a, object).await?,
+            false => match &self.store {
+                Some(store) => super::matching::namespace_labels(store, a, object).await?,
+                None => None,
+            },
         };
         let mut called = Vec::new();
         for hook in covered {

@@ -114,15 +114,29 @@ impl Expression {
 
     /// Evaluates with JSON values bound to the given names (`Value::Null` binds null).
     pub fn evaluate(&self, variables: &[(&str, &Value)]) -> Result<cel::Value, String> {
+        let values = variables
+            .iter()
+            .map(|(name, v)| Ok((*name, to_cel(v).map_err(|e| format!("{name}: {e}"))?)))
+            .collect::<Result<Vec<_>, String>>()?;
+        self.evaluate_values(&values)
+    }
+
+    /// Evaluates with CEL values bound to the given names (values converted once and
+    /// shared by several expressions).
+    pub fn evaluate_values(&self, variables: &[(&str, cel::Value)]) -> Result<cel::Value, String> {
         let mut ctx = root().new_inner_scope();
         for (name, v) in variables {
-            let v = cel::to_value(*v).map_err(|e| format!("{name}: {e}"))?;
-            ctx.add_variable_from_value(*name, v);
+            ctx.add_variable_from_value(*name, v.clone());
         }
         self.program
             .execute(&ctx)
             .map_err(|e| one_line(&e.to_string()))
     }
+}
+
+/// A JSON value as CEL sees it.
+pub fn to_cel(v: &Value) -> Result<cel::Value, String> {
+    cel::to_value(v).map_err(|e| e.to_string())
 }
 
 impl Rules {

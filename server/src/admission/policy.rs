@@ -1,0 +1,651 @@
+//! `ValidatingAdmissionPolicy`: CEL validations applied where a
+//! ValidatingAdmissionPolicyBinding says, in the validating phase (after mutating
+//! webhooks, before validating ones, as upstream orders them).
+//!
+//! Policies and bindings are compiled when they change (followed from the watch caches);
+//! for each request, every binding whose policy's `matchConstraints` and own
+//! `matchResources` select it is evaluated, once per parameter object when the policy
+//! has a `paramKind`, with `object`, `oldObject`, `request`, `params`,
+//! `namespaceObject` and `variables` bound. A failed validation is acted on as the
+//! binding's `validationActions` say: Deny refuses (the first such failure is the
+//! answer), Warn adds a `Warning`, Audit an audit annotation. An expression that cannot
+//! be evaluated follows the policy's `failurePolicy`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use super::matching::{namespace_labels, strings, FailurePolicy, MatchResources};
+use super::webhook::review;
+use super::{Attributes, ValidatingPlugin};
+use crate::api::options::ListOptions;
+use crate::api::selectors::LabelSelector;
+use crate::api::status::StatusReason;
+use crate::api::{ApiError, StatusCause};
+use crate::catalog::{ApiResource, Catalog};
+use crate::registry::cel::{to_cel, Expression};
+use crate::registry::Store;
+
+const GROUP: &str = "admissionregistration.k8s.io";
+
+/// A compiled expression, or why it does not compile (an evaluation error when used).
+type Compiled = Result<Expression, String>;
+
+fn compile(v: &Value, field: &str) -> Compiled {
+    Expression::compile(v.as_str().unwrap_or_default(), field).map_err(|c| c.message)
+}
+
+struct Validation {
+    text: String,
+    expression: Compiled,
+    message: Option<String>,
+    message_expression: Option<Compiled>,
+    reason: StatusReason,
+}
+
+/// One ValidatingAdmissionPolicy, compiled.
+struct Policy {
+    name: String,
+    failure_policy: FailurePolicy,
+    /// `paramKind`: (apiVersion, kind).
+    param_kind: Option<(String, String)>,
+    constraints: MatchResources,
+    match_conditions: Vec<(String, Compiled)>,
+    variables: Vec<(String, Compiled)>,
+    validations: Vec<Validation>,
+    audit_annotations: Vec<(String, Compiled)>,
+}
+
+impl Policy {
+    fn from_json(p: &Value) -> Policy {
+        let spec = &p["spec"];
+        let named = |list: &str, name: &str, expr: &str| -> Vec<(String, Compiled)> {
+            spec[list]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, c)| {
+                    let field = format!("spec.{list}[{i}].{expr}");
+                    (
+                        c[name].as_str().unwrap_or_default().to_string(),
+                        compile(&c[expr], &field),
+                    )
+                })
+                .collect()
+        };
+        let validations = spec["validations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, v)| Validation {
+                text: v["expression"].as_str().unwrap_or_default().to_string(),
+                expression: compile(
+                    &v["expression"],
+                    &format!("spec.validations[{i}].expression"),
+                ),
+                message: v["message"]
+                    .as_str()
+                    .filter(|m| !m.is_empty())
+                    .map(String::from),
+                message_expression: v["messageExpression"].as_str().map(|m| {
+                    compile(
+                        &json!(m),
+                        &format!("spec.validations[{i}].messageExpression"),
+                    )
+                }),
+                reason: match v["reason"].as_str() {
+                    None | Some("") => StatusReason::Invalid,
+                    Some(r) => StatusReason::from_wire(r),
+                },
+            })
+            .collect();
+        Policy {
+            name: p["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            failure_policy: FailurePolicy::from_json(&spec["failurePolicy"]),
+            param_kind: spec["paramKind"].as_object().map(|k| {
+                (
+                    k.get("apiVersion")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    k.get("kind")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                )
+            }),
+            constraints: MatchResources::from_json(&spec["matchConstraints"]),
+            match_conditions: named("matchConditions", "name", "expression"),
+            variables: named("variables", "name", "expression"),
+            validations,
+            audit_annotations: named("auditAnnotations", "key", "valueExpression"),
+        }
+    }
+}
+
+/// How a binding finds its parameters.
+struct ParamRef {
+    name: Option<String>,
+    namespace: Option<String>,
+    selector: Option<Result<LabelSelector, String>>,
+    /// `parameterNotFoundAction: Allow` (else Deny).
+    allow_missing: bool,
+}
+
+/// One ValidatingAdmissionPolicyBinding with its policy.
+struct Binding {
+    name: String,
+    policy: Arc<Policy>,
+    narrowing: Option<MatchResources>,
+    param_ref: Option<ParamRef>,
+    actions: Vec<String>,
+}
+
+/// The bindings in force, as the watch caches last had them.
+pub struct Policies {
+    bindings: RwLock<Arc<Vec<Binding>>>,
+    store: Store,
+    catalog: Arc<Catalog>,
+}
+
+impl Policies {
+    /// Reads policies and bindings now and keeps them current from then on.
+    pub async fn start(catalog: Arc<Catalog>, store: Store) -> Arc<Self> {
+        let kinds: Vec<Arc<ApiResource>> = [
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicybindings",
+        ]
+        .into_iter()
+        .filter_map(|plural| catalog.get(GROUP, "v1", plural))
+        .collect();
+        let this = Arc::new(Policies {
+            bindings: RwLock::new(Arc::new(Vec::new())),
+            store: store.clone(),
+            catalog,
+        });
+        if kinds.len() != 2 {
+            return this;
+        }
+        this.reload(&kinds).await;
+        let changed = Arc::new(tokio::sync::Notify::new());
+        for res in &kinds {
+            tokio::spawn(crate::controllers::notify_on_changes(
+                store.clone(),
+                res.clone(),
+                changed.clone(),
+            ));
+        }
+        let follower = this.clone();
+        tokio::spawn(async move {
+            loop {
+                changed.notified().await;
+                follower.reload(&kinds).await;
+            }
+        });
+        this
+    }
+
+    async fn reload(&self, kinds: &[Arc<ApiResource>]) {
+        let list = |res: Arc<ApiResource>| async move {
+            self.store
+                .list(&res, None, &crate::controllers::from_cache())
+                .await
+                .map(|page| page.items)
+        };
+        let (policies, bindings) =
+            match (list(kinds[0].clone()).await, list(kinds[1].clone()).await) {
+                (Ok(p), Ok(b)) => (p, b),
+                (Err(e), _) | (_, Err(e)) => {
+                    tracing::warn!("admission policies: {e}");
+                    return;
+                }
+            };
+        let policies: HashMap<String, Arc<Policy>> = policies
+            .iter()
+            .map(|p| {
+                let policy = Policy::from_json(p);
+                (policy.name.clone(), Arc::new(policy))
+            })
+            .collect();
+        let mut compiled: Vec<Binding> = bindings
+            .iter()
+            .filter_map(|b| {
+                let spec = &b["spec"];
+                let policy = policies.get(spec["policyName"].as_str()?)?.clone();
+                let param_ref = spec["paramRef"].as_object().map(|r| ParamRef {
+                    name: r.get("name").and_then(Value::as_str).map(String::from),
+                    namespace: r
+                        .get("namespace")
+                        .and_then(Value::as_str)
+                        .filter(|n| !n.is_empty())
+                        .map(String::from),
+                    selector: r.get("selector").map(LabelSelector::from_json),
+                    allow_missing: r.get("parameterNotFoundAction") == Some(&json!("Allow")),
+                });
+                Some(Binding {
+                    name: b["metadata"]["name"].as_str()?.to_string(),
+                    policy,
+                    narrowing: spec
+                        .get("matchResources")
+                        .filter(|m| m.is_object())
+                        .map(MatchResources::from_json),
+                    param_ref,
+                    actions: strings(&spec["validationActions"]),
+                })
+            })
+            .collect();
+        compiled.sort_by(|a, b| a.name.cmp(&b.name));
+        *self.bindings.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(compiled);
+    }
+
+    fn bindings(&self) -> Arc<Vec<Binding>> {
+        self.bindings
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The parameter objects of a binding for this request; `Ok(None)`: none found and the
+    /// binding allows that (skip it).
+    async fn params(
+        &self,
+        binding: &Binding,
+        a: &Attributes<'_>,
+        (api_version, kind): &(String, String),
+    ) -> Result<Option<Vec<Value>>, String> {
+        let Some(param_ref) = &binding.param_ref else {
+            return Err("the policy has a paramKind but the binding has no paramRef".into());
+        };
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let Some(res) = self.catalog.by_kind(group, version, kind) else {
+            return Err(format!(
+                "paramKind kind `{kind}` of `{api_version}` is not served"
+            ));
+        };
+        let namespace = match (&param_ref.namespace, res.namespaced()) {
+            (_, false) => None,
+            (Some(ns), true) => Some(ns.as_str()),
+            (None, true) => match a.namespace {
+                Some(ns) => Some(ns),
+                None => {
+                    return Err(
+                        "cannot use a namespaced paramRef without a namespace for a cluster-scoped request"
+                            .into(),
+                    )
+                }
+            },
+        };
+        let found: Vec<Value> = match (&param_ref.name, &param_ref.selector) {
+            (Some(name), _) => match self.store.get(&res, namespace, name).await {
+                Ok(obj) => vec![obj],
+                Err(e) if e.is_not_found() => vec![],
+                Err(e) => return Err(e.to_string()),
+            },
+            (None, Some(selector)) => {
+                let selector = selector.clone()?;
+                let opts = ListOptions {
+                    labels: selector,
+                    ..crate::controllers::from_cache()
+                };
+                self.store
+                    .list(&res, namespace, &opts)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .items
+            }
+            (None, None) => return Err("paramRef has neither name nor selector".into()),
+        };
+        match (found.is_empty(), param_ref.allow_missing) {
+            (false, _) => Ok(Some(found)),
+            (true, true) => Ok(None),
+            (true, false) => Err(DENY_MISSING_PARAMS.into()),
+        }
+    }
+}
+
+const DENY_MISSING_PARAMS: &str =
+    "no params found for policy binding with `Deny` parameterNotFoundAction";
+
+/// The plugin.
+pub struct ValidatingAdmissionPolicy(pub Arc<Policies>);
+
+/// One validation that failed.
+struct Failure {
+    message: String,
+    reason: StatusReason,
+}
+
+#[async_trait]
+impl ValidatingPlugin for ValidatingAdmissionPolicy {
+    async fn validate(&self, a: &Attributes<'_>, object: Option<&Value>) -> Result<(), ApiError> {
+        if let Some(check) = checks_of(a) {
+            return match object {
+                Some(object) => {
+                    check(object).map_err(|causes| ApiError::invalid(a.resource, a.name, causes))
+                }
+                None => Ok(()),
+            };
+        }
+        let bindings = self.0.bindings();
+        if bindings.is_empty() {
+            return Ok(());
+        }
+        let mut labels = None;
+        let mut deny: Option<ApiError> = None;
+        for binding in bindings.iter() {
+            let policy = &binding.policy;
+            if labels.is_none() {
+                labels = Some(namespace_labels(&self.0.store, a, object).await?);
+            }
+            let ns_labels = labels.as_ref().and_then(Option::as_ref);
+            if !policy.constraints.matches(a, object, ns_labels, false)
+                || binding
+                    .narrowing
+                    .as_ref()
+                    .is_some_and(|m| !m.matches(a, object, ns_labels, true))
+            {
+                continue;
+            }
+            let outcome = evaluate(&self.0, binding, a, object).await;
+            let failures = match outcome {
+                Ok(failures) => failures,
+                Err(why) if policy.failure_policy == FailurePolicy::Ignore => {
+                    tracing::warn!(
+                        "policy {:?} binding {:?}: {why}; ignored",
+                        policy.name,
+                        binding.name
+                    );
+                    continue;
+                }
+                Err(why) => vec![Failure {
+                    message: why,
+                    reason: StatusReason::Invalid,
+                }],
+            };
+            for failure in failures {
+                act(a, binding, &failure, &mut deny);
+            }
+        }
+        match deny {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The check of one stored kind: the causes of a 422.
+type Check = fn(&Value) -> Result<(), Vec<StatusCause>>;
+
+/// The checks a policy or binding must pass to be stored (their expressions compile;
+/// validation actions make sense), as upstream's validation makes them.
+fn checks_of(a: &Attributes<'_>) -> Option<Check> {
+    if a.resource.def.group != GROUP || !a.subresource.is_empty() {
+        return None;
+    }
+    match a.resource.def.plural.as_str() {
+        "validatingadmissionpolicies" => Some(check_policy),
+        "validatingadmissionpolicybindings" => Some(check_binding),
+        _ => None,
+    }
+}
+
+fn check_policy(p: &Value) -> Result<(), Vec<StatusCause>> {
+    let spec = &p["spec"];
+    let mut causes = Vec::new();
+    for (list, keys) in [
+        ("matchConditions", &["expression"][..]),
+        ("variables", &["expression"][..]),
+        ("validations", &["expression", "messageExpression"][..]),
+        ("auditAnnotations", &["valueExpression"][..]),
+    ] {
+        for (i, item) in spec[list].as_array().into_iter().flatten().enumerate() {
+            for key in keys {
+                let Some(expr) = item[*key].as_str() else {
+                    continue;
+                };
+                if let Err(cause) = Expression::compile(expr, &format!("spec.{list}[{i}].{key}")) {
+                    causes.push(cause);
+                }
+            }
+        }
+    }
+    if spec["validations"].as_array().is_none_or(Vec::is_empty)
+        && spec["auditAnnotations"]
+            .as_array()
+            .is_none_or(Vec::is_empty)
+    {
+        causes.push(StatusCause::required(
+            "spec.validations",
+            "validations or auditAnnotations must contain at least one item",
+        ));
+    }
+    match causes.is_empty() {
+        true => Ok(()),
+        false => Err(causes),
+    }
+}
+
+fn check_binding(b: &Value) -> Result<(), Vec<StatusCause>> {
+    let actions = strings(&b["spec"]["validationActions"]);
+    let field = "spec.validationActions";
+    let mut causes = Vec::new();
+    if actions.is_empty() {
+        causes.push(StatusCause::required(
+            field,
+            "at least one validation action is required",
+        ));
+    }
+    for (i, action) in actions.iter().enumerate() {
+        if !["Deny", "Warn", "Audit"].contains(&action.as_str()) {
+            causes.push(StatusCause::invalid(
+                &format!("{field}[{i}]"),
+                action,
+                "supported values: \"Audit\", \"Deny\", \"Warn\"",
+            ));
+        } else if actions[..i].contains(action) {
+            causes.push(StatusCause::invalid(
+                &format!("{field}[{i}]"),
+                action,
+                "Duplicate value",
+            ));
+        }
+    }
+    if actions.iter().any(|a| a == "Deny") && actions.iter().any(|a| a == "Warn") {
+        causes.push(StatusCause::invalid(
+            field,
+            &actions.join(","),
+            "may not contain both \"Deny\" and \"Warn\"",
+        ));
+    }
+    match causes.is_empty() {
+        true => Ok(()),
+        false => Err(causes),
+    }
+}
+
+/// Acts on one failed validation as the binding says.
+fn act(a: &Attributes<'_>, binding: &Binding, failure: &Failure, deny: &mut Option<ApiError>) {
+    let policy = &binding.policy.name;
+    for action in &binding.actions {
+        match action.as_str() {
+            "Deny" if deny.is_none() => {
+                let message = format!(
+                    "ValidatingAdmissionPolicy '{policy}' with binding '{}' denied request: {}",
+                    binding.name, failure.message
+                );
+                *deny = Some(refusal(a, message, failure.reason));
+            }
+            "Warn" => a.outcome.warn(format!(
+                "Validation failed for ValidatingAdmissionPolicy '{policy}' with binding '{}': {}",
+                binding.name, failure.message
+            )),
+            "Audit" => a.outcome.annotate(
+                "validation.policy.admission.k8s.io/validation_failure".into(),
+                json!([{ "message": failure.message, "policy": policy, "binding": binding.name, "validationActions": binding.actions }]).to_string(),
+            ),
+            _ => {}
+        }
+    }
+}
+
+/// The refusal as upstream words it: forbidden-style message, the validation's reason
+/// and its code.
+fn refusal(a: &Attributes<'_>, message: String, reason: StatusReason) -> ApiError {
+    let base = ApiError::forbidden_request(
+        &a.resource.def.group,
+        &a.resource.def.plural,
+        a.name,
+        &message,
+    );
+    let code = match reason {
+        StatusReason::Unauthorized => 401,
+        StatusReason::Forbidden => 403,
+        StatusReason::RequestEntityTooLarge => 413,
+        _ => 422,
+    };
+    let mut details = base.details.clone().unwrap_or_else(|| json!({}));
+    details["causes"] = json!([{ "message": message }]);
+    ApiError {
+        code,
+        reason: match reason {
+            StatusReason::Unspecified => StatusReason::Invalid,
+            r => r,
+        },
+        details: Some(details),
+        ..base
+    }
+}
+
+/// Evaluates one binding for the request: its failed validations, or why it could not be
+/// evaluated.
+async fn evaluate(
+    policies: &Policies,
+    binding: &Binding,
+    a: &Attributes<'_>,
+    object: Option<&Value>,
+) -> Result<Vec<Failure>, String> {
+    let policy = &binding.policy;
+    let params = match &policy.param_kind {
+        None => vec![Value::Null],
+        Some(kind) => match policies.params(binding, a, kind).await {
+            Ok(Some(params)) => params,
+            Ok(None) => return Ok(vec![]),
+            Err(why) if why == DENY_MISSING_PARAMS => {
+                return Ok(vec![Failure {
+                    message: why,
+                    reason: StatusReason::Invalid,
+                }])
+            }
+            Err(why) => return Err(format!("failed to configure binding: {why}")),
+        },
+    };
+    let namespace_object = match a.namespace {
+        Some(ns) => policies
+            .store
+            .namespace(ns)
+            .await
+            .map_err(|e| e.to_string())?
+            .unwrap_or(Value::Null),
+        None => Value::Null,
+    };
+    let request = review::request("", a, None)["request"].clone();
+    let null = Value::Null;
+    let base = [
+        ("object", to_cel(object.unwrap_or(&null))?),
+        ("oldObject", to_cel(a.old_object.unwrap_or(&null))?),
+        ("request", to_cel(&request)?),
+        ("namespaceObject", to_cel(&namespace_object)?),
+    ];
+    let mut failures = Vec::new();
+    for param in &params {
+        let mut vars: Vec<(&str, cel::Value)> = base.to_vec();
+        vars.push(("params", to_cel(param)?));
+        failures.extend(evaluate_with(policy, a, vars)?);
+    }
+    Ok(failures)
+}
+
+/// One evaluation of a policy with `params` bound.
+fn evaluate_with(
+    policy: &Policy,
+    a: &Attributes<'_>,
+    mut vars: Vec<(&str, cel::Value)>,
+) -> Result<Vec<Failure>, String> {
+    let run =
+        |e: &Compiled, vars: &[(&str, cel::Value)], what: &str| -> Result<cel::Value, String> {
+            let e = e.as_ref().map_err(|why| format!("{what}: {why}"))?;
+            e.evaluate_values(vars)
+                .map_err(|why| format!("{what} resulted in error: {why}"))
+        };
+    for (name, condition) in &policy.match_conditions {
+        match run(condition, &vars, &format!("match condition '{name}'"))? {
+            cel::Value::Bool(true) => {}
+            cel::Value::Bool(false) => return Ok(vec![]),
+            other => {
+                return Err(format!(
+                    "match condition '{name}' did not evaluate to a bool: {other:?}"
+                ))
+            }
+        }
+    }
+    // Each variable sees the ones before it.
+    let mut variables: HashMap<String, cel::Value> = HashMap::new();
+    for (name, expression) in &policy.variables {
+        vars.retain(|(n, _)| *n != "variables");
+        vars.push(("variables", variables.clone().into()));
+        let value = run(expression, &vars, &format!("variable '{name}'"))?;
+        variables.insert(name.clone(), value);
+    }
+    vars.retain(|(n, _)| *n != "variables");
+    vars.push(("variables", variables.into()));
+    let mut failures = Vec::new();
+    for v in &policy.validations {
+        match run(&v.expression, &vars, &format!("expression '{}'", v.text))? {
+            cel::Value::Bool(true) => continue,
+            cel::Value::Bool(false) => {}
+            other => {
+                return Err(format!(
+                    "expression '{}' did not evaluate to a bool: {other:?}",
+                    v.text
+                ))
+            }
+        }
+        let from_expression =
+            v.message_expression
+                .as_ref()
+                .and_then(|m| match run(m, &vars, "messageExpression") {
+                    Ok(cel::Value::String(s)) if !s.trim().is_empty() && !s.contains('\n') => {
+                        Some(s.to_string())
+                    }
+                    _ => None,
+                });
+        let message = from_expression
+            .or_else(|| v.message.clone())
+            .unwrap_or_else(|| format!("failed expression: {}", v.text));
+        failures.push(Failure {
+            message,
+            reason: v.reason,
+        });
+    }
+    for (key, expression) in &policy.audit_annotations {
+        match run(expression, &vars, &format!("audit annotation '{key}'"))? {
+            cel::Value::String(s) => a
+                .outcome
+                .annotate(format!("{}/{key}", policy.name), s.to_string()),
+            cel::Value::Null => {}
+            other => {
+                return Err(format!(
+                    "audit annotation '{key}' did not evaluate to a string: {other:?}"
+                ))
+            }
+        }
+    }
+    Ok(failures)
+}
