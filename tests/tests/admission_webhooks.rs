@@ -11,8 +11,8 @@ use apiserver_tests::webhooks::{ca_bundle, WebhookServer};
 use apiserver_tests::TestServer;
 use serde_json::Value;
 
-/// `/validate` refuses objects labelled `deny=true` (403, with a message) and warns about
-/// `warn=true`; `/mutate` adds the label `mutated-by=webhook`; `/slow` answers after 20
+/// `/validate` refuses objects labelled `deny=true` (403, with a message) and every
+/// service account token request, and warns about `warn=true`; `/mutate` adds the label `mutated-by=webhook`; `/slow` answers after 20
 /// seconds. Every request's AdmissionReview is appended as a line to the log file.
 const WEBHOOK: &str = r#"
 import base64, json, ssl, sys, time
@@ -37,6 +37,9 @@ class Admit(BaseHTTPRequestHandler):
                 response["allowed"] = False
                 response["status"] = {"code": 403, "reason": "Forbidden",
                                       "message": "objects labelled deny=true are not allowed"}
+            if req.get("subResource") == "token":
+                response["allowed"] = False
+                response["status"] = {"code": 403, "message": "tokens are not issued here"}
             if labels.get("warn") == "true":
                 response["warnings"] = ["this object is labelled warn=true"]
         elif path == "/mutate":
@@ -476,4 +479,58 @@ webhooks:
     );
     t.s.kubectl_ok(&["get", "configmap", "effects-real"]);
     assert!(t.received("/validate").iter().all(|r| r["dryRun"] == false));
+}
+
+#[test]
+fn subresources_with_a_kind_of_their_own_are_admitted_too() {
+    let t = Setup::start();
+    t.s.kubectl_ok(&["create", "serviceaccount", "robot"]);
+    let manifest = format!(
+        "\
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: tokens.example.dev
+webhooks:
+  - name: tokens.example.dev
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    clientConfig: {{url: '{url}', caBundle: {ca}}}
+    rules:
+      - {{operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [serviceaccounts/token]}}
+",
+        url = t.webhook.url("/validate"),
+        ca = t.ca_bundle
+    );
+    let file = t.s.write_file("tokens.yaml", &manifest);
+    t.s.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let refused = loop {
+        let out = t.s.kubectl(&["create", "token", "robot"]);
+        if !out.status.success() {
+            break String::from_utf8_lossy(&out.stderr).to_string();
+        }
+        assert!(Instant::now() < deadline, "the token webhook never applied");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        refused.contains("admission webhook \"tokens.example.dev\" denied the request: tokens are not issued here"),
+        "{refused}"
+    );
+    let review = t
+        .received("/validate")
+        .into_iter()
+        .last()
+        .expect("the token request was sent");
+    assert_eq!(review["resource"]["resource"], "serviceaccounts");
+    assert_eq!(review["subResource"], "token");
+    assert_eq!(review["kind"]["kind"], "TokenRequest");
+    assert_eq!(review["kind"]["group"], "authentication.k8s.io");
+    assert_eq!(review["name"], "robot");
+    // The service account itself is not a subresource: writes to it are not sent.
+    t.s.kubectl_ok(&["label", "serviceaccount", "robot", "a=b"]);
+    assert!(t
+        .received("/validate")
+        .iter()
+        .all(|r| r["subResource"] == "token"));
 }

@@ -60,6 +60,9 @@ impl Operation {
 pub struct Attributes<'a> {
     pub operation: Operation,
     pub resource: &'a ApiResource,
+    /// The entry of the object's kind (the resource's own but for create-only
+    /// subresources).
+    pub kind: &'a ApiResource,
     /// `""` for the main resource, else `status`, `scale`, ...
     pub subresource: &'a str,
     pub namespace: Option<&'a str>,
@@ -174,8 +177,23 @@ impl std::fmt::Debug for RequestAdmission {
 #[derive(Clone, Copy)]
 pub struct Target<'a> {
     pub resource: &'a ApiResource,
+    /// The entry of the object's kind when it is not the resource's own (a create-only
+    /// subresource such as `serviceaccounts/token`, whose body is a TokenRequest).
+    pub kind: &'a ApiResource,
     pub namespace: Option<&'a str>,
     pub name: &'a str,
+}
+
+impl<'a> Target<'a> {
+    /// An object of `resource`'s own kind.
+    pub fn new(resource: &'a ApiResource, namespace: Option<&'a str>, name: &'a str) -> Self {
+        Target {
+            resource,
+            kind: resource,
+            namespace,
+            name,
+        }
+    }
 }
 
 impl RequestAdmission {
@@ -206,6 +224,7 @@ impl RequestAdmission {
         Attributes {
             operation,
             resource: target.resource,
+            kind: target.kind,
             subresource: &self.subresource,
             namespace: target.namespace,
             name: target.name,

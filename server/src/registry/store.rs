@@ -587,11 +587,7 @@ impl Store {
         }
         if let Some(admission) = &ctx.admission {
             let name = meta_str(&obj, "name").unwrap_or_default().to_string();
-            let target = AdmissionTarget {
-                resource: res,
-                namespace: ns,
-                name: &name,
-            };
+            let target = AdmissionTarget::new(res, ns, &name);
             admission
                 .admit(Operation::Create, target, Some(&mut obj), None)
                 .await?;
@@ -639,11 +635,7 @@ impl Store {
             let name = meta_str(&obj, "name").unwrap_or_default().to_string();
             self.validate(res, &obj, None, &name)?;
             if let Some(admission) = &ctx.admission {
-                let target = AdmissionTarget {
-                    resource: res,
-                    namespace: ns,
-                    name: &name,
-                };
+                let target = AdmissionTarget::new(res, ns, &name);
                 admission
                     .validate(Operation::Create, target, Some(&obj), None)
                     .await?;
@@ -800,11 +792,7 @@ impl Store {
                 return Err(ApiError::bad_request(format!("the name of the object ({body_name}) does not match the name on the URL ({name})")));
             }
         }
-        let admission_target = AdmissionTarget {
-            resource: res,
-            namespace: ns,
-            name,
-        };
+        let admission_target = AdmissionTarget::new(res, ns, name);
         if let Some(admission) = &ctx.admission {
             admission
                 .admit(
@@ -966,11 +954,7 @@ impl Store {
             }
         }
         if let Some(admission) = admission {
-            let target = AdmissionTarget {
-                resource: res,
-                namespace: ns,
-                name,
-            };
+            let target = AdmissionTarget::new(res, ns, name);
             admission.delete(target, &obj).await?;
         }
         let strategy = res.strategy;

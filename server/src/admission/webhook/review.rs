@@ -11,7 +11,8 @@ use crate::api::ApiError;
 /// The `request` of an AdmissionReview for one call.
 pub fn request(uid: &str, a: &Attributes<'_>, object: Option<&Value>) -> Value {
     let def = &a.resource.def;
-    let kind = json!({ "group": def.group, "version": def.version, "kind": def.kind });
+    let of_kind = &a.kind.def;
+    let kind = json!({ "group": of_kind.group, "version": of_kind.version, "kind": of_kind.kind });
     let resource = json!({ "group": def.group, "version": def.version, "resource": def.plural });
     let mut options = json!({ "apiVersion": "meta.k8s.io/v1", "kind": a.operation.options_kind() });
     if a.dry_run {

@@ -69,17 +69,22 @@ pub async fn serve(
 /// The write context of a request: dryRun, the field manager (fieldManager, else the
 /// User-Agent's product token, as kube-apiserver derives it) and its admission.
 fn write_context(req: &HttpRequest, scope: &RequestScope, opts: &WriteOptions) -> WriteContext {
-    let ua = req
-        .headers()
-        .get(actix_web::http::header::USER_AGENT)
-        .and_then(|v| v.to_str().ok());
-    let manager = manager_name(opts.field_manager.as_deref(), ua);
+    let manager = field_manager(req, opts);
     WriteContext {
         dry_run: opts.dry_run,
         admission: admission(req, scope, opts.dry_run, &manager),
         manager,
         apply: false,
     }
+}
+
+/// The field manager of a write: fieldManager, else the User-Agent's product token.
+fn field_manager(req: &HttpRequest, opts: &WriteOptions) -> String {
+    let ua = req
+        .headers()
+        .get(actix_web::http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok());
+    manager_name(opts.field_manager.as_deref(), ua)
 }
 
 /// The admission of the request's writes, kept in the request too, so that what the

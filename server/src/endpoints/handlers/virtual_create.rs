@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::{body_duplicates, check_body_namespace, field_validation, with_warnings};
 use super::{write_representation, Reply};
+use crate::admission::{Operation, Target};
 use crate::api::meta::validate_object_meta;
 use crate::api::options::{WriteKind, WriteOptions};
 use crate::api::ApiError;
@@ -72,6 +73,27 @@ pub(super) async fn create(
     if !causes.is_empty() {
         let name = obj["metadata"]["name"].as_str().unwrap_or_default();
         return Err(ApiError::invalid(res, name, causes));
+    }
+    // Admission sees the request as any create: the resource (and subresource) asked
+    // for, the body's own kind.
+    let name = parent.map(str::to_string).unwrap_or_else(|| {
+        obj["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    });
+    let manager = super::field_manager(req, &opts);
+    if let Some(admission) = super::admission(req, scope, opts.dry_run, &manager) {
+        let target = Target {
+            kind: res,
+            ..Target::new(&scope.resource, scope.namespace(), &name)
+        };
+        admission
+            .admit(Operation::Create, target, Some(&mut obj), None)
+            .await?;
+        admission
+            .validate(Operation::Create, target, Some(&obj), None)
+            .await?;
     }
     let answer: Value = hook
         .create(CreateRequest {
