@@ -11,6 +11,10 @@ use serde_json::Value;
 
 /// The largest answer read from a webhook.
 const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+/// Idle connections kept per endpoint (as Go's default transport keeps per host).
+const MAX_IDLE_CONNECTIONS: usize = 100;
+
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
 
 /// Where a webhook listens, and the TLS configuration that trusts its `caBundle`.
 pub struct Endpoint {
@@ -19,6 +23,8 @@ pub struct Endpoint {
     port: u16,
     path: String,
     tls: Arc<rustls::ClientConfig>,
+    /// Kept-alive connections, so a call is not a TLS handshake each time.
+    idle: std::sync::Mutex<Vec<Sender>>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -86,6 +92,7 @@ impl Endpoint {
             host,
             port,
             tls: Arc::new(tls),
+            idle: Default::default(),
         })
     }
 
@@ -116,41 +123,100 @@ impl Endpoint {
         }
     }
 
-    /// One request over a new TLS connection.
-    async fn exchange(&self, path: &str, body: String, review: &str) -> Result<Value, String> {
+    /// A kept-alive connection that can take a request, if there is one.
+    fn idle_connection(&self) -> Option<Sender> {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some(sender) = idle.pop() {
+            if sender.is_ready() {
+                return Some(sender);
+            }
+        }
+        None
+    }
+
+    /// A new TLS connection.
+    async fn connect(&self) -> Result<Sender, String> {
         let tcp = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
             .await
             .map_err(|e| e.to_string())?;
+        let _ = tcp.set_nodelay(true);
         let name = rustls::pki_types::ServerName::try_from(self.host.clone())
             .map_err(|e| e.to_string())?;
         let tls = tokio_rustls::TlsConnector::from(self.tls.clone())
             .connect(name, tcp)
             .await
             .map_err(|e| e.to_string())?;
-        let (mut sender, connection) =
+        let (sender, connection) =
             hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
                 .await
                 .map_err(|e| e.to_string())?;
         tokio::spawn(connection);
+        Ok(sender)
+    }
+
+    /// One request, on a kept-alive connection when one is idle (again on a new one if
+    /// the webhook had closed it), else on a new one.
+    async fn exchange(&self, path: &str, body: String, review: &str) -> Result<Value, String> {
+        let body = Bytes::from(body);
+        if let Some(sender) = self.idle_connection() {
+            match self.send(sender, path, body.clone(), review).await {
+                Err(Retry::Closed(_)) => {}
+                Err(Retry::No(e)) => return Err(e),
+                Ok(answer) => return Ok(answer),
+            }
+        }
+        let sender = self.connect().await?;
+        self.send(sender, path, body, review)
+            .await
+            .map_err(|e| match e {
+                Retry::Closed(e) | Retry::No(e) => e,
+            })
+    }
+
+    async fn send(
+        &self,
+        mut sender: Sender,
+        path: &str,
+        body: Bytes,
+        review: &str,
+    ) -> Result<Value, Retry> {
         let request = hyper::Request::post(path)
             .header(hyper::header::HOST, &self.host)
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .header(hyper::header::ACCEPT, "application/json")
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| e.to_string())?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| e.to_string())?;
+            .body(Full::new(body))
+            .map_err(|e| Retry::No(e.to_string()))?;
+        let response = sender.send_request(request).await.map_err(|e| {
+            // Nothing was answered: a kept-alive connection the webhook closed.
+            if e.is_canceled() || e.is_closed() || e.is_incomplete_message() {
+                Retry::Closed(e.to_string())
+            } else {
+                Retry::No(e.to_string())
+            }
+        })?;
         let status = response.status();
         let bytes = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
             .collect()
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(|e| Retry::No(e.to_string()))?
             .to_bytes();
-        if !status.is_success() {
-            return Err(format!("the webhook answered {status}"));
+        if sender.is_ready() {
+            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            if idle.len() < MAX_IDLE_CONNECTIONS {
+                idle.push(sender);
+            }
         }
-        serde_json::from_slice(&bytes).map_err(|e| format!("the answer is not a {review}: {e}"))
+        if !status.is_success() {
+            return Err(Retry::No(format!("the webhook answered {status}")));
+        }
+        serde_json::from_slice(&bytes)
+            .map_err(|e| Retry::No(format!("the answer is not a {review}: {e}")))
     }
+}
+
+/// Why a request on a connection failed: the connection was closed before anything was
+/// answered (another connection may do), or anything else.
+enum Retry {
+    Closed(String),
+    No(String),
 }
