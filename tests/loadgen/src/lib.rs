@@ -6,7 +6,8 @@
 //! `storage` measures the `Storage` trait of both backends next to their raw engines;
 //! `crds` what CustomResourceDefinitions cost (install latency, memory, start-up, custom
 //! objects next to ConfigMaps); `authz` what authorization costs (a RoleBinding's user
-//! under RBAC next to AlwaysAllow).
+//! under RBAC next to AlwaysAllow); `admission` what a validating webhook and a
+//! ValidatingAdmissionPolicy cost writes.
 //!
 //! The `loadgen` binary is the command-line front end; BENCHMARKS.md at the repository
 //! root has the commands and the latest figures. Traffic only ever goes to loopback
@@ -14,6 +15,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admission;
 pub mod authz;
 pub mod client;
 pub mod crds;

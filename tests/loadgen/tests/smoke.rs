@@ -210,3 +210,39 @@ async fn authz_mode_runs_every_configuration() {
     }
     assert_eq!(report.effective_ms.len(), 3, "{md}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admission_mode_runs_every_configuration() {
+    use apiserver_loadgen::admission::{self, AdmissionOptions};
+    let opts = AdmissionOptions {
+        server_bin: apiserver_tests::server_binary().to_path_buf(),
+        server_args: Vec::new(),
+        data_root: None,
+        protocol: Protocol::Http2,
+        request_timeout: Duration::from_secs(60),
+        runs: 1,
+        count: 20,
+        concurrency: 4,
+        duration: Duration::from_millis(200),
+        object_size: 1024,
+        write_time: Duration::from_secs(60),
+        effect_timeout: Duration::from_secs(30),
+    };
+    let report = admission::run(&opts)
+        .await
+        .expect("the admission benchmark");
+    let md = report.markdown();
+    println!("{md}");
+    assert_eq!(report.error_count(), 0, "failures in:\n{md}");
+    for want in [
+        "| create, requests/s |",
+        "| update p99 ms |",
+        "one ValidatingAdmissionPolicy",
+        "create ConfigMap (~1024 B), one validating webhook | 4 | 20 |",
+    ] {
+        assert!(md.contains(want), "no {want:?} in:\n{md}");
+    }
+    // The webhook was asked once per create and per PUT at least.
+    assert_eq!(report.webhook_calls.len(), 1, "{md}");
+    assert!(report.webhook_calls[0] >= 20, "{md}");
+}
