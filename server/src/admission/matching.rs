@@ -115,6 +115,15 @@ impl MatchResources {
         }
     }
 
+    /// Whether the namespace selector selects anything less than every namespace (then
+    /// the namespace's labels are needed).
+    pub fn selects_namespaces(&self) -> bool {
+        !self
+            .namespace_selector
+            .as_ref()
+            .is_ok_and(LabelSelector::is_empty)
+    }
+
     /// Whether the rules select the request and the selectors its object (new or old)
     /// and namespace (`labels`, from [`namespace_labels`]). No rules select nothing for a
     /// policy's constraints and everything for a binding's narrowing (`narrowing`).

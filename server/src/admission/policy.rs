@@ -45,9 +45,45 @@ struct Validation {
     reason: StatusReason,
 }
 
+/// Which of the request's variables a policy's expressions name (the others are bound
+/// to null without being built).
+#[derive(Default)]
+struct Uses {
+    object: bool,
+    old_object: bool,
+    request: bool,
+    namespace_object: bool,
+}
+
+impl Uses {
+    /// From the expressions' texts: a name used anywhere counts (a string literal that
+    /// spells it too only costs a conversion).
+    fn of<'t>(texts: impl Iterator<Item = &'t str>) -> Uses {
+        let mut uses = Uses::default();
+        for t in texts {
+            uses.object |= mentions(t, "object");
+            uses.old_object |= mentions(t, "oldObject");
+            uses.request |= mentions(t, "request");
+            uses.namespace_object |= mentions(t, "namespaceObject");
+        }
+        uses
+    }
+}
+
+/// Whether `name` occurs in `text` as a whole identifier.
+fn mentions(text: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(name).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + name.len()..].chars().next();
+        !before.is_some_and(ident) && !after.is_some_and(ident)
+    })
+}
+
 /// One ValidatingAdmissionPolicy, compiled.
 struct Policy {
     name: String,
+    uses: Uses,
     failure_policy: FailurePolicy,
     /// `paramKind`: (apiVersion, kind).
     param_kind: Option<(String, String)>,
@@ -103,7 +139,21 @@ impl Policy {
                 },
             })
             .collect();
+        let texts = [
+            "matchConditions",
+            "variables",
+            "validations",
+            "auditAnnotations",
+        ]
+        .into_iter()
+        .flat_map(|list| spec[list].as_array().into_iter().flatten())
+        .flat_map(|item| {
+            ["expression", "messageExpression", "valueExpression"]
+                .into_iter()
+                .filter_map(|k| item[k].as_str())
+        });
         Policy {
+            uses: Uses::of(texts),
             name: p["metadata"]["name"]
                 .as_str()
                 .unwrap_or_default()
@@ -341,7 +391,13 @@ impl ValidatingPlugin for ValidatingAdmissionPolicy {
         let mut deny: Option<ApiError> = None;
         for binding in bindings.iter() {
             let policy = &binding.policy;
-            if labels.is_none() {
+            // The namespace's labels only when a selector asks about them.
+            let selects_namespaces = policy.constraints.selects_namespaces()
+                || binding
+                    .narrowing
+                    .as_ref()
+                    .is_some_and(MatchResources::selects_namespaces);
+            if labels.is_none() && selects_namespaces {
                 labels = Some(namespace_labels(&self.0.store, a, object).await?);
             }
             let ns_labels = labels.as_ref().and_then(Option::as_ref);
@@ -546,22 +602,33 @@ async fn evaluate(
             Err(why) => return Err(format!("failed to configure binding: {why}")),
         },
     };
-    let namespace_object = match a.namespace {
-        Some(ns) => policies
+    // Only what the policy's expressions name is built and converted.
+    let uses = &policy.uses;
+    let namespace_object = match (a.namespace, uses.namespace_object) {
+        (Some(ns), true) => policies
             .store
             .namespace(ns)
             .await
             .map_err(|e| e.to_string())?
             .unwrap_or(Value::Null),
-        None => Value::Null,
+        _ => Value::Null,
     };
-    let request = review::request("", a, None)["request"].clone();
-    let null = Value::Null;
+    let request = match uses.request {
+        true => review::request("", a, None)["request"].take(),
+        false => Value::Null,
+    };
+    let bound = |used: bool, v: Option<&Value>| match (used, v) {
+        (true, Some(v)) => to_cel(v),
+        _ => Ok(cel::Value::Null),
+    };
     let base = [
-        ("object", to_cel(object.unwrap_or(&null))?),
-        ("oldObject", to_cel(a.old_object.unwrap_or(&null))?),
-        ("request", to_cel(&request)?),
-        ("namespaceObject", to_cel(&namespace_object)?),
+        ("object", bound(uses.object, object)?),
+        ("oldObject", bound(uses.old_object, a.old_object)?),
+        ("request", bound(uses.request, Some(&request))?),
+        (
+            "namespaceObject",
+            bound(uses.namespace_object, Some(&namespace_object))?,
+        ),
     ];
     let mut failures = Vec::new();
     for param in &params {
@@ -648,4 +715,26 @@ fn evaluate_with(
         }
     }
     Ok(failures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_whole_identifiers_count_as_uses() {
+        assert!(mentions("object.metadata.name != ''", "object"));
+        assert!(mentions("size(object.data) < 3", "object"));
+        assert!(!mentions("oldObject.spec == 1", "object"));
+        assert!(!mentions("objects.all(o, o)", "object"));
+        assert!(mentions("oldObject.spec == 1", "oldObject"));
+        let uses = Uses::of(
+            [
+                "request.userInfo.username == 'a'",
+                "namespaceObject.metadata.name == 'x'",
+            ]
+            .into_iter(),
+        );
+        assert!(uses.request && uses.namespace_object && !uses.object && !uses.old_object);
+    }
 }
