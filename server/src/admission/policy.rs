@@ -223,25 +223,14 @@ impl Policies {
         if kinds.len() != 2 {
             return this;
         }
-        this.reload(&kinds).await;
-        let changed = Arc::new(tokio::sync::Notify::new());
-        for res in &kinds {
-            tokio::spawn(crate::controllers::notify_on_changes(
-                store.clone(),
-                res.clone(),
-                changed.clone(),
-            ));
-        }
-        let follower = this.clone();
-        tokio::spawn(async move {
-            loop {
-                changed.notified().await;
-                follower.reload(&kinds).await;
-            }
-        });
+        crate::controllers::follow(this.clone(), &store, kinds).await;
         this
     }
+}
 
+#[async_trait]
+impl crate::controllers::Reload for Policies {
+    /// Recompiles policies and bindings from the watch caches, bindings in name order.
     async fn reload(&self, kinds: &[Arc<ApiResource>]) {
         let list = |res: Arc<ApiResource>| async move {
             self.store
@@ -294,7 +283,9 @@ impl Policies {
         compiled.sort_by(|a, b| a.name.cmp(&b.name));
         *self.bindings.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(compiled);
     }
+}
 
+impl Policies {
     fn bindings(&self) -> Arc<Vec<Binding>> {
         self.bindings
             .read()

@@ -24,6 +24,33 @@ pub fn from_cache() -> ListOptions {
     }
 }
 
+/// A snapshot rebuilt from the watch caches of some kinds.
+#[async_trait::async_trait]
+pub trait Reload: Send + Sync + 'static {
+    /// Rebuilds it from what the caches of `kinds` hold now.
+    async fn reload(&self, kinds: &[Arc<ApiResource>]);
+}
+
+/// Loads `this` now (so the first request sees it), then reloads it after every change
+/// of `kinds` (changes arriving together make one reload), in a task of its own.
+pub async fn follow<T: Reload>(this: Arc<T>, store: &Store, kinds: Vec<Arc<ApiResource>>) {
+    this.reload(&kinds).await;
+    let changed = Arc::new(Notify::new());
+    for res in &kinds {
+        tokio::spawn(notify_on_changes(
+            store.clone(),
+            res.clone(),
+            changed.clone(),
+        ));
+    }
+    tokio::spawn(async move {
+        loop {
+            changed.notified().await;
+            this.reload(&kinds).await;
+        }
+    });
+}
+
 /// Tells `changed` of every event of `res`, re-watching when a watch ends.
 pub async fn notify_on_changes(store: Store, res: Arc<ApiResource>, changed: Arc<Notify>) {
     loop {

@@ -22,7 +22,7 @@ use http::Method;
 use serde_json::{json, Value};
 
 use crate::client::{Client, Protocol, JSON};
-use crate::metrics::{median, median_rows, progress, table, Outcome, Row};
+use crate::metrics::{cost, median, median_rows, num, progress, table, Outcome, Row};
 use crate::scenarios;
 use crate::server::ServerProcess;
 
@@ -286,31 +286,6 @@ impl AuthzReport {
             );
         }
         out
-    }
-}
-
-fn num(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-/// Positive: worse than the baseline.
-fn cost(base: Option<f64>, v: Option<f64>, higher_better: bool) -> String {
-    match (base, v) {
-        (Some(b), Some(v)) if b > 0.0 => {
-            let pct = if higher_better {
-                100.0 * (b - v) / b
-            } else {
-                100.0 * (v - b) / b
-            };
-            format!("{pct:+.1}%").replace('-', "−")
-        }
-        _ => "—".into(),
     }
 }
 

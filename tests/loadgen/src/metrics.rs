@@ -231,7 +231,8 @@ pub fn median_rows(runs: &[Vec<Row>]) -> Vec<Row> {
         .collect()
 }
 
-fn num(v: f64) -> String {
+/// A figure with three significant digits or so.
+pub fn num(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.0}")
     } else if v >= 10.0 {
@@ -283,6 +284,21 @@ pub fn progress(row: &Row) {
         row.max_ms,
         row.error_count()
     );
+}
+
+/// `v` against `base` as a signed percentage; positive: worse than the baseline.
+pub fn cost(base: Option<f64>, v: Option<f64>, higher_better: bool) -> String {
+    match (base, v) {
+        (Some(b), Some(v)) if b > 0.0 => {
+            let pct = if higher_better {
+                100.0 * (b - v) / b
+            } else {
+                100.0 * (v - b) / b
+            };
+            format!("{pct:+.1}%").replace('-', "−")
+        }
+        _ => "—".into(),
+    }
 }
 
 #[cfg(test)]

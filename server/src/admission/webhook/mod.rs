@@ -26,11 +26,10 @@ use crate::registry::Store;
 const GROUP: &str = "admissionregistration.k8s.io";
 
 /// The webhooks of both kinds of configuration, as the watch caches last had them.
-#[derive(Default)]
 pub struct WebhookConfigurations {
     mutating: RwLock<Arc<Vec<Webhook>>>,
     validating: RwLock<Arc<Vec<Webhook>>>,
-    store: Option<Store>,
+    store: Store,
 }
 
 impl WebhookConfigurations {
@@ -45,35 +44,24 @@ impl WebhookConfigurations {
         .filter_map(|plural| catalog.get(GROUP, "v1", plural))
         .collect();
         let this = Arc::new(WebhookConfigurations {
-            store: Some(store.clone()),
-            ..Default::default()
+            mutating: Default::default(),
+            validating: Default::default(),
+            store: store.clone(),
         });
         if kinds.len() != 2 {
             return this;
         }
-        this.reload(&kinds).await;
-        let changed = Arc::new(tokio::sync::Notify::new());
-        for res in &kinds {
-            tokio::spawn(crate::controllers::notify_on_changes(
-                store.clone(),
-                res.clone(),
-                changed.clone(),
-            ));
-        }
-        let follower = this.clone();
-        tokio::spawn(async move {
-            loop {
-                changed.notified().await;
-                follower.reload(&kinds).await;
-            }
-        });
+        crate::controllers::follow(this.clone(), &store, kinds).await;
         this
     }
+}
 
+#[async_trait]
+impl crate::controllers::Reload for WebhookConfigurations {
     /// Rebuilds both lists from the watch caches, configurations in name order (the
     /// order upstream calls them in).
     async fn reload(&self, kinds: &[Arc<ApiResource>]) {
-        let Some(store) = &self.store else { return };
+        let store = &self.store;
         for (res, slot) in kinds.iter().zip([&self.mutating, &self.validating]) {
             let listed = match store
                 .list(res, None, &crate::controllers::from_cache())
@@ -95,7 +83,9 @@ impl WebhookConfigurations {
             *slot.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(hooks);
         }
     }
+}
 
+impl WebhookConfigurations {
     fn mutating(&self) -> Arc<Vec<Webhook>> {
         self.mutating
             .read()
@@ -129,10 +119,7 @@ impl WebhookConfigurations {
         }
         let labels = match covered.iter().all(|h| h.any_namespace()) {
             true => None,
-            false => match &self.store {
-                Some(store) => super::matching::namespace_labels(store, a, object).await?,
-                None => None,
-            },
+            false => super::matching::namespace_labels(&self.store, a, object).await?,
         };
         let mut called = Vec::new();
         for hook in covered {
