@@ -200,6 +200,16 @@ pub struct ServerRunOptions {
     /// duration such as 1m0s or 30s.
     #[arg(long = "request-timeout", default_value = "1m0s", value_parser = crate::filters::limits::parse_duration)]
     pub request_timeout: std::time::Duration,
+
+    /// The built-in controllers to run, as kube-controller-manager's flag: `*` for all,
+    /// a name to add one, `-name` to leave one out (e.g. `*,-garbage-collector-controller`).
+    #[arg(
+        long = "controllers",
+        value_delimiter = ',',
+        default_value = "*",
+        value_name = "NAMES"
+    )]
+    pub controllers: Vec<String>,
 }
 
 impl ServerRunOptions {
@@ -245,6 +255,9 @@ impl ServerRunOptions {
         self.validate_auth(&mut errors);
         if let Err(e) = self.admission_plugins() {
             errors.extend(e);
+        }
+        if let Err(e) = crate::controllers::Selection::parse(&self.controllers) {
+            errors.push(e);
         }
         if self.data_dir.as_os_str().is_empty() {
             errors.push("--data-dir must not be empty".into());

@@ -54,6 +54,7 @@ struct Query {
     field_manager: Option<String>,
     force: Option<String>,
     propagation_policy: Option<String>,
+    orphan_dependents: Option<String>,
     grace_period_seconds: Option<i64>,
 }
 
@@ -329,6 +330,8 @@ pub struct Preconditions {
 pub struct DeleteOptions {
     pub dry_run: bool,
     pub propagation_policy: Option<PropagationPolicy>,
+    /// The deprecated `orphanDependents`; never set together with `propagation_policy`.
+    pub orphan_dependents: Option<bool>,
     pub grace_period_seconds: Option<i64>,
     pub preconditions: Preconditions,
 }
@@ -349,11 +352,11 @@ impl DeleteOptions {
         let body_dry_run = body["dryRun"]
             .as_array()
             .is_some_and(|a| a.iter().any(|v| v == "All"));
-        let policy = match q
+        let policy_given = q
             .propagation_policy
             .as_deref()
-            .or(body["propagationPolicy"].as_str())
-        {
+            .or(body["propagationPolicy"].as_str());
+        let policy = match policy_given {
             None => None,
             Some("Orphan") => Some(PropagationPolicy::Orphan),
             Some("Background") => Some(PropagationPolicy::Background),
@@ -369,10 +372,25 @@ impl DeleteOptions {
                 ))
             }
         };
+        let orphan_dependents = match q.orphan_dependents.as_deref() {
+            Some(v) => Some(flag(Some(v), "orphanDependents")?),
+            None => body["orphanDependents"].as_bool(),
+        };
+        if let (Some(_), Some(given)) = (orphan_dependents, policy_given) {
+            return Err(ApiError::invalid_options(
+                "DeleteOptions",
+                StatusCause::invalid(
+                    "propagationPolicy",
+                    given,
+                    "orphanDependents and deletionPropagation cannot be both set",
+                ),
+            ));
+        }
         let text = |v: &Value| v.as_str().map(str::to_string);
         Ok(DeleteOptions {
             dry_run: dry_run(q.dry_run.as_deref(), "DeleteOptions")? || body_dry_run,
             propagation_policy: policy,
+            orphan_dependents,
             grace_period_seconds: q
                 .grace_period_seconds
                 .or(body["gracePeriodSeconds"].as_i64()),

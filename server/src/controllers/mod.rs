@@ -2,6 +2,7 @@
 
 pub mod crd;
 pub mod definitions;
+pub mod garbage_collector;
 pub mod namespace;
 pub mod rbac;
 
@@ -15,6 +16,64 @@ use crate::api::selectors::{FieldSelector, LabelSelector};
 use crate::catalog::ApiResource;
 use crate::registry::store::WatchStart;
 use crate::registry::Store;
+
+/// The controllers `--controllers` names, with the older names kube-controller-manager
+/// still accepts for them.
+pub const CONTROLLERS: &[(&str, &str)] = &[
+    ("garbage-collector-controller", "garbagecollector"),
+    ("namespace-controller", "namespace"),
+];
+
+/// Which built-in controllers run (`--controllers`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    enabled: Vec<&'static str>,
+}
+
+impl Selection {
+    /// Reads `*`, `name` and `-name` entries, later entries winning over `*`.
+    pub fn parse(entries: &[String]) -> Result<Selection, String> {
+        let canonical = |name: &str| {
+            CONTROLLERS
+                .iter()
+                .find(|(n, old)| *n == name || *old == name)
+                .map(|(n, _)| *n)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = CONTROLLERS.iter().map(|(n, _)| *n).collect();
+                    format!(
+                        "--controllers: {name:?} is not a known controller (known: {})",
+                        known.join(", ")
+                    )
+                })
+        };
+        let all = entries.iter().any(|e| e == "*");
+        let mut enabled: Vec<&'static str> = if all {
+            CONTROLLERS.iter().map(|(n, _)| *n).collect()
+        } else {
+            Vec::new()
+        };
+        for entry in entries.iter().map(|e| e.trim()).filter(|e| *e != "*") {
+            match entry.strip_prefix('-') {
+                Some(name) => {
+                    let name = canonical(name)?;
+                    enabled.retain(|n| *n != name);
+                }
+                None => {
+                    let name = canonical(entry)?;
+                    if !enabled.contains(&name) {
+                        enabled.push(name);
+                    }
+                }
+            }
+        }
+        Ok(Selection { enabled })
+    }
+
+    /// Whether the controller named `name` (its current name) runs.
+    pub fn runs(&self, name: &str) -> bool {
+        self.enabled.contains(&name)
+    }
+}
 
 /// As informers read: from the watch cache.
 pub fn from_cache() -> ListOptions {
@@ -71,5 +130,28 @@ pub async fn notify_on_changes(store: Store, res: Arc<ApiResource>, changed: Arc
             }
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(entries: &[&str]) -> Result<Selection, String> {
+        Selection::parse(&entries.iter().map(|e| e.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn controllers_are_selected_as_kube_controller_manager_selects_them() {
+        let all = parse(&["*"]).unwrap();
+        assert!(all.runs("garbage-collector-controller") && all.runs("namespace-controller"));
+        let no_gc = parse(&["*", "-garbagecollector"]).unwrap();
+        assert!(!no_gc.runs("garbage-collector-controller") && no_gc.runs("namespace-controller"));
+        let only_ns = parse(&["namespace"]).unwrap();
+        assert!(
+            !only_ns.runs("garbage-collector-controller") && only_ns.runs("namespace-controller")
+        );
+        let e = parse(&["*", "-bogus"]).unwrap_err();
+        assert!(e.contains("\"bogus\" is not a known controller"), "{e}");
     }
 }

@@ -7,6 +7,7 @@ pub mod cacher;
 pub mod cel;
 pub mod codec;
 pub mod managed_fields;
+pub mod propagation;
 pub mod schema;
 pub mod storage_errors;
 pub mod store;

@@ -23,6 +23,7 @@ use crate::storage::{KeyValue, ListPage, Storage, StorageError};
 
 use super::cacher::Cacher;
 use super::codec::{decode, json_bytes, served, served_one, stored_bytes, with_rv};
+use super::propagation::finalizers_after_delete;
 use super::storage_errors::map_err;
 use super::watcher::Watcher;
 
@@ -106,6 +107,15 @@ fn check_namespace_kept(obj: &mut Value, ns: Option<&str>) -> Result<(), ApiErro
             Ok(())
         }
     }
+}
+
+fn finalizers(obj: &Value) -> Vec<String> {
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.as_str().map(str::to_string))
+        .collect()
 }
 
 fn has_finalizers(obj: &Value) -> bool {
@@ -279,7 +289,8 @@ impl Store {
         format!("{}{name}", Self::prefix(res, namespace))
     }
 
-    fn prefix(res: &ApiResource, namespace: Option<&str>) -> String {
+    /// The storage key prefix of `res`'s objects (in `namespace`, when given).
+    pub fn prefix(res: &ApiResource, namespace: Option<&str>) -> String {
         let base = if res.def.group.is_empty() {
             format!("/registry/{}/", res.def.plural)
         } else {
@@ -957,20 +968,30 @@ impl Store {
             let target = AdmissionTarget::new(res, ns, name);
             admission.delete(target, &obj).await?;
         }
+        // Foreground and Orphan deletes leave the object to the garbage collector.
+        let collector = finalizers_after_delete(&finalizers(&obj), options);
+        if let Some(next) = &collector {
+            let meta = metadata_mut(&mut obj);
+            if next.is_empty() {
+                meta.remove("finalizers");
+            } else {
+                meta.insert("finalizers".into(), json!(next));
+            }
+        }
         let strategy = res.strategy;
         if has_finalizers(&obj) || strategy.blocks_deletion(&obj) {
-            if meta_str(&obj, "deletionTimestamp").is_some() {
+            if meta_str(&obj, "deletionTimestamp").is_some() && collector.is_none() {
                 return Ok(Deletion {
                     object: obj,
                     deleted: false,
                 });
             }
-            {
+            if meta_str(&obj, "deletionTimestamp").is_none() {
                 let meta = metadata_mut(&mut obj);
                 meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
                 meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+                strategy.prepare_for_delete(&mut obj);
             }
-            strategy.prepare_for_delete(&mut obj);
             if dry_run {
                 return Ok(Deletion {
                     object: obj,

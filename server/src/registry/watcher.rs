@@ -24,6 +24,15 @@ pub struct ObjectEvent {
     pub object: Value,
 }
 
+/// A change as stored, for [`Watcher::next_stored`].
+#[derive(Debug, Clone)]
+pub enum StoredChange {
+    /// An object of the starting state.
+    Existing(KeyValue),
+    /// A committed change.
+    Event(Arc<StoredEvent>),
+}
+
 /// What a watch delivers: an event decoded for this watcher (selectors applied), or the
 /// stored event itself, whose encoding is shared by every watcher without selectors.
 #[derive(Debug, Clone)]
@@ -236,6 +245,43 @@ impl Watcher {
             }
         }
         loop {
+            let event = match self.recv().await? {
+                Ok(event) => event,
+                Err(e) => return Some(Err(e)),
+            };
+            // A webhook converts each event for this watcher alone.
+            let webhook = self.res.conversion_webhook().is_some();
+            if !self.filtering() && !webhook {
+                return Some(Ok(WatchEvent::Shared(event)));
+            }
+            match to_object_event(&self.res, &event, &self.labels, &self.fields) {
+                Some(Ok(mut e)) if webhook => {
+                    return Some(match served_one(&self.res, e.object).await {
+                        Ok(object) => {
+                            e.object = object;
+                            Ok(WatchEvent::Decoded(e))
+                        }
+                        Err(err) => Err(err),
+                    });
+                }
+                Some(e) => return Some(e.map(WatchEvent::Decoded)),
+                None => {}
+            }
+        }
+    }
+
+    /// The next change as stored (the storage version's bytes), for controllers that read
+    /// only metadata: nothing decoded or converted, selectors not applied.
+    pub async fn next_stored(&mut self) -> Option<Result<StoredChange, ApiError>> {
+        if let Some(kv) = self.initial.next() {
+            return Some(Ok(StoredChange::Existing(kv)));
+        }
+        Some(self.recv().await?.map(StoredChange::Event))
+    }
+
+    /// The next change under the watch's prefix after the last one delivered.
+    async fn recv(&mut self) -> Option<Result<Arc<StoredEvent>, ApiError>> {
+        loop {
             let event = match &mut self.source {
                 Source::Cache { backlog, live, .. } => match backlog.pop_front() {
                     Some(e) => e,
@@ -261,24 +307,7 @@ impl Watcher {
                 continue;
             }
             self.last = event.revision;
-            // A webhook converts each event for this watcher alone.
-            let webhook = self.res.conversion_webhook().is_some();
-            if !self.filtering() && !webhook {
-                return Some(Ok(WatchEvent::Shared(event)));
-            }
-            match to_object_event(&self.res, &event, &self.labels, &self.fields) {
-                Some(Ok(mut e)) if webhook => {
-                    return Some(match served_one(&self.res, e.object).await {
-                        Ok(object) => {
-                            e.object = object;
-                            Ok(WatchEvent::Decoded(e))
-                        }
-                        Err(err) => Err(err),
-                    });
-                }
-                Some(e) => return Some(e.map(WatchEvent::Decoded)),
-                None => {}
-            }
+            return Some(Ok(event));
         }
     }
 

@@ -112,7 +112,13 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
     if let Some(rbac) = configured.rbac {
         crate::controllers::rbac::start(catalog.clone(), state.store.clone(), rbac).await?;
     }
-    crate::controllers::namespace::spawn(catalog.clone(), state.store.clone());
+    let controllers = crate::controllers::Selection::parse(&opts.controllers)?;
+    if controllers.runs("namespace-controller") {
+        crate::controllers::namespace::spawn(catalog.clone(), state.store.clone());
+    }
+    if controllers.runs("garbage-collector-controller") {
+        crate::controllers::garbage_collector::spawn(catalog.clone(), state.store.clone());
+    }
     crate::controllers::crd::spawn(
         catalog.clone(),
         state.store.clone(),

@@ -37,12 +37,19 @@ pub(super) async fn delete(
         }
         return Ok(respond(req, 200, &success(details), repr));
     }
-    Ok(respond_object(req, 200, &deletion.object, repr, res))
+    // As kube-apiserver: 202 only for a cascading delete asked for the deprecated way.
+    let code = if !deletion.deleted && opts.orphan_dependents == Some(false) {
+        202
+    } else {
+        200
+    };
+    Ok(respond_object(req, code, &deletion.object, repr, res))
 }
 
 /// Deletes every object the list options select; answers them as a List.
 pub(super) async fn delete_collection(
     req: &HttpRequest,
+    body: &[u8],
     state: &ApiState,
     scope: &RequestScope,
 ) -> Reply {
@@ -53,7 +60,7 @@ pub(super) async fn delete_collection(
     // Preconditions name one object; the collection's deletes carry none.
     let opts = DeleteOptions {
         preconditions: Default::default(),
-        ..DeleteOptions::parse(req.query_string(), b"")?
+        ..DeleteOptions::parse(req.query_string(), body)?
     };
     let repr = write_representation(req);
     let ns = scope.namespace();

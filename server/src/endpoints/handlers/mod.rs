@@ -54,7 +54,7 @@ pub async fn serve(
         Verb::Update => update::update(&req, &body, &state, &scope).await,
         Verb::Patch => patch::patch(&req, &body, &state, &scope).await,
         Verb::Delete => delete::delete(&req, &body, &state, &scope).await,
-        Verb::DeleteCollection => delete::delete_collection(&req, &state, &scope).await,
+        Verb::DeleteCollection => delete::delete_collection(&req, &body, &state, &scope).await,
     };
     let mut warnings: Vec<String> = crd
         .and_then(|c| c.deprecation_warning.clone())
