@@ -480,15 +480,16 @@ fn bad_audit_flags_stop_the_server_at_start_up() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
+    let level = format!(
+        "--audit-policy-file {}: rules[0].level: unsupported level \"Everything\"",
+        policy.display()
+    );
     for message in [
-        &format!(
-            "--audit-policy-file {}: rules[0].level: unsupported level \"Everything\"",
-            policy.display()
-        ),
+        level.as_str(),
         "--audit-log-mode \"sometimes\": unknown mode; supported: blocking, blocking-strict, batch",
         "--audit-log-format=legacy is not supported",
     ] {
-        assert!(err.contains(message.as_str()), "{message}: {err}");
+        assert!(err.contains(message), "{message}: {err}");
     }
 
     let out = Command::new(apiserver_tests::server_binary())
@@ -517,7 +518,10 @@ fn a_log_that_cannot_be_written_fails_requests_only_in_blocking_strict() {
     );
     let r = get_as(strict.server.kubeconfig(), "/api/v1/namespaces", &[]);
     assert_eq!(r.status, 500, "{}", r.text);
-    assert_eq!(r.json["message"], "failed to store audit event");
+    assert_eq!(
+        r.json["message"],
+        "Internal error occurred: failed to store audit event"
+    );
 
     let blocking = audited(EVERYTHING_AT_METADATA, &["--audit-log-path=/dev/full"]);
     let r = get_as(blocking.server.kubeconfig(), "/api/v1/namespaces", &[]);

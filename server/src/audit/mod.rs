@@ -18,6 +18,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use actix_web::{HttpMessage, HttpRequest};
+
+use crate::auth::UserInfo;
 use serde_json::Value;
 
 use event::{Event, Level, MicroTime, Stage};
@@ -83,6 +85,8 @@ pub struct RequestAudit {
     /// The matched rule's level, stages and managedFields choice.
     pub config: RequestAuditConfig,
     annotations: RefCell<BTreeMap<String, String>>,
+    impersonated: RefCell<Option<UserInfo>>,
+    request: RefCell<Option<Value>>,
     object: RefCell<Option<ObjectSeen>>,
     response: RefCell<Option<Value>>,
 }
@@ -102,6 +106,8 @@ impl RequestAudit {
         RequestAudit {
             config,
             annotations: RefCell::default(),
+            impersonated: RefCell::default(),
+            request: RefCell::default(),
             object: RefCell::default(),
             response: RefCell::default(),
         }
@@ -119,6 +125,16 @@ impl RequestAudit {
             .insert(key.to_string(), value.to_string());
     }
 
+    /// Records the user the request acts as (impersonation).
+    pub fn impersonate(&self, user: &UserInfo) {
+        *self.impersonated.borrow_mut() = Some(user.clone());
+    }
+
+    /// The impersonated user, when there is one.
+    pub fn impersonated(&self) -> Option<UserInfo> {
+        self.impersonated.borrow().clone()
+    }
+
     /// The annotations recorded so far.
     pub fn annotations(&self) -> BTreeMap<String, String> {
         self.annotations.borrow().clone()
@@ -127,6 +143,11 @@ impl RequestAudit {
     /// The object answered, when a handler recorded one.
     pub fn object(&self) -> Option<ObjectSeen> {
         self.object.borrow().clone()
+    }
+
+    /// The request body a handler decoded, at Request and above.
+    pub fn take_request(&self) -> Option<Value> {
+        self.request.borrow_mut().take()
     }
 
     /// The response body recorded at RequestResponse.
@@ -143,6 +164,21 @@ impl RequestAudit {
             omit_managed_fields(&mut value);
         }
         *self.response.borrow_mut() = Some(value);
+    }
+}
+
+/// A handler decoded the request's body into `obj` (whatever its encoding, protobuf
+/// included): at Request and above it is the event's requestObject.
+pub fn record_request_object(req: &HttpRequest, obj: &Value) {
+    let Some(audit) = RequestAudit::of(req) else {
+        return;
+    };
+    if audit.config.level >= Level::Request {
+        let mut obj = obj.clone();
+        if audit.config.omit_managed_fields {
+            omit_managed_fields(&mut obj);
+        }
+        *audit.request.borrow_mut() = Some(obj);
     }
 }
 

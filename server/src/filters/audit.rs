@@ -44,17 +44,14 @@ pub async fn audit(
     };
     let received = MicroTime::now();
     let audit_id = audit_id(&req);
-    let http = req.request().clone();
-    let requester = crate::auth::user(&http);
+    // No clone of the HttpRequest is kept across the call: routing below needs it
+    // unshared. What later stages learn comes back through the RequestAudit.
+    let requester = crate::auth::user(req.request());
     let info = request_info(&req);
     let config = audit.evaluate(&attributes(requester.as_deref(), &info));
     if config.level == Level::None {
         let resp = next.call(req).await;
-        return with_audit_id(
-            resp.map(ServiceResponse::map_into_boxed_body),
-            &http,
-            &audit_id,
-        );
+        return with_audit_id(resp.map(ServiceResponse::map_into_boxed_body), &audit_id);
     }
     let mut ev = event(
         &req,
@@ -77,22 +74,28 @@ pub async fn audit(
         && audit.strict()
     {
         let e = ApiError::internal("failed to store audit event");
-        return with_audit_id(Err(e.into()), &http, &audit_id);
+        let (http, _) = req.into_parts();
+        return with_audit_id(Ok(ServiceResponse::from_err(e, http)), &audit_id);
     }
     let (body, outcome) = match body {
         Err(e) => (None, Ok(Err(e))),
         Ok(body) => (body, AssertUnwindSafe(next.call(req)).catch_unwind().await),
     };
+    // The handler's decoded object when it made one (any encoding); else the body as
+    // JSON or YAML (patches, delete options).
     let request_object = |ev: &mut Event| {
-        ev.request_object = body.as_ref().and_then(|(ct, b)| decode_body(ct, b));
-        if let (true, Some(obj)) = (ctx.config.omit_managed_fields, &mut ev.request_object) {
-            omit_managed_fields(obj);
-        }
+        ev.request_object = ctx.take_request().or_else(|| {
+            let mut obj = body.as_ref().and_then(|(ct, b)| decode_body(ct, b))?;
+            if ctx.config.omit_managed_fields {
+                omit_managed_fields(&mut obj);
+            }
+            Some(obj)
+        });
     };
     let resp = match outcome {
         Err(panic) => {
             request_object(&mut ev);
-            complete(&mut ev, &http, requester.as_ref(), &ctx);
+            complete(&mut ev, None, &ctx);
             ev.response_status = Some(ResponseStatus {
                 status: Some("Failure"),
                 message: format!("APIServer panic'd: {}", panic_message(&*panic)),
@@ -104,7 +107,7 @@ pub async fn audit(
         Ok(resp) => resp.map(ServiceResponse::map_into_boxed_body),
     };
     request_object(&mut ev);
-    complete(&mut ev, &http, requester.as_ref(), &ctx);
+    complete(&mut ev, resp.as_ref().ok().map(|r| r.request()), &ctx);
     let error = match &resp {
         Ok(r) => r
             .response()
@@ -128,7 +131,7 @@ pub async fn audit(
     }
     if info.verb != "watch" {
         let _ = audit.process(&mut ev, Stage::ResponseComplete, &ctx.config);
-        return with_audit_id(resp, &http, &audit_id);
+        return with_audit_id(resp, &audit_id);
     }
     // A watch: started now, complete when its stream ends (or the client goes).
     let _ = audit.process(&mut ev, Stage::ResponseStarted, &ctx.config);
@@ -145,7 +148,7 @@ pub async fn audit(
             })
         })
     });
-    with_audit_id(resp, &http, &audit_id)
+    with_audit_id(resp, &audit_id)
 }
 
 /// Audits a request whose credentials were refused (401): one ResponseStarted event,
@@ -243,20 +246,17 @@ fn event(
 }
 
 /// What the stages below recorded: the impersonated user, the annotations of
-/// authorization and admission, the answered object's metadata.
-fn complete(
-    ev: &mut Event,
-    http: &HttpRequest,
-    requester: Option<&Rc<UserInfo>>,
-    ctx: &RequestAudit,
-) {
-    if let (Some(now), Some(before)) = (crate::auth::user(http), requester) {
-        if !Rc::ptr_eq(&now, before) {
-            ev.impersonated_user = Some(EventUser::from(&*now));
-        }
-    }
+/// authorization and admission (from the answered request, `http`), the answered
+/// object's metadata.
+fn complete(ev: &mut Event, http: Option<&HttpRequest>, ctx: &RequestAudit) {
+    ev.impersonated_user = ctx.impersonated().as_ref().map(EventUser::from);
     ev.annotations = ctx.annotations();
-    if let Some(admission) = http.extensions().get::<std::sync::Arc<RequestAdmission>>() {
+    let admission = http.and_then(|h| {
+        h.extensions()
+            .get::<std::sync::Arc<RequestAdmission>>()
+            .cloned()
+    });
+    if let Some(admission) = admission {
         ev.annotations.extend(admission.outcome().annotations());
     }
     if let (Some(seen), Some(r)) = (ctx.object(), ev.object_ref.as_mut()) {
@@ -358,15 +358,23 @@ fn set_audit_id(headers: &mut actix_web::http::header::HeaderMap, audit_id: &str
     }
 }
 
-/// Every audited request's answer carries its audit ID (errors from below too).
+/// Every audited request's answer carries its audit ID. An error from below stays an
+/// error (there is no request to answer with here), rendered now with the header.
 fn with_audit_id(
     resp: Result<ServiceResponse<BoxBody>, actix_web::Error>,
-    http: &HttpRequest,
     audit_id: &str,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let mut resp = resp.unwrap_or_else(|e| ServiceResponse::from_err(e, http.clone()));
-    set_audit_id(resp.headers_mut(), audit_id);
-    Ok(resp)
+    match resp {
+        Ok(mut r) => {
+            set_audit_id(r.headers_mut(), audit_id);
+            Ok(r)
+        }
+        Err(e) => {
+            let mut rendered = e.error_response();
+            set_audit_id(rendered.headers_mut(), audit_id);
+            Err(actix_web::error::InternalError::from_response(e.to_string(), rendered).into())
+        }
+    }
 }
 
 /// The ResponseComplete event of a watch, written when its body is dropped: the stream

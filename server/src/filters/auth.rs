@@ -95,6 +95,9 @@ pub async fn impersonate(
             user = user.name,
             "impersonating"
         );
+        if let Some(audit) = RequestAudit::of(req.request()) {
+            audit.impersonate(&user);
+        }
         req.extensions_mut().insert(Rc::new(user));
     }
     next.call(req)
