@@ -508,7 +508,13 @@ mod tests {
             .peer_addr("127.0.0.1:5000".parse().unwrap())
             .to_request();
         let resp = test::call_service(&app, req).await;
-        let id = resp.headers()["audit-id"].to_str().unwrap().to_string();
+        let id = resp
+            .headers()
+            .get("audit-id")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
         let events = events(&log);
         assert_eq!(events.len(), 2);
         assert!(events.iter().all(|e| e["auditID"] == id.as_str()));
