@@ -140,7 +140,7 @@ impl RotatingFile {
             return Ok(());
         }
         let mut backups = backups(&self.path)?;
-        backups.sort_by(|a, b| b.1.cmp(&a.1));
+        backups.sort_by_key(|b| std::cmp::Reverse(b.1));
         let cutoff = (max_age_days > 0).then(|| {
             let age = Duration::from_secs(max_age_days * 24 * 3600);
             DateTime::<Utc>::from(SystemTime::now() - age)
