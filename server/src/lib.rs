@@ -10,6 +10,7 @@
 pub mod admission;
 pub mod api;
 pub mod apiextensions;
+pub mod audit;
 pub mod auth;
 pub mod catalog;
 pub mod controllers;

@@ -210,6 +210,58 @@ pub struct ServerRunOptions {
         value_name = "NAMES"
     )]
     pub controllers: Vec<String>,
+
+    /// The audit policy (audit.k8s.io/v1 Policy, YAML): which requests are audited and
+    /// how much of each. Without it nothing is audited.
+    #[arg(long = "audit-policy-file", value_name = "FILE")]
+    pub audit_policy_file: Option<PathBuf>,
+
+    /// Where audit events are written, one JSON line each; `-` is standard output.
+    /// Without it nothing is audited.
+    #[arg(long = "audit-log-path", value_name = "PATH")]
+    pub audit_log_path: Option<PathBuf>,
+
+    /// Days to keep rotated audit log files (0: no limit).
+    #[arg(
+        long = "audit-log-maxage",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub audit_log_maxage: i64,
+
+    /// Rotated audit log files to keep (0: all).
+    #[arg(
+        long = "audit-log-maxbackup",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub audit_log_maxbackup: i64,
+
+    /// Megabytes the audit log may reach before it is rotated (0: 100).
+    #[arg(
+        long = "audit-log-maxsize",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub audit_log_maxsize: i64,
+
+    /// The format of audit log lines: json (`legacy` is not supported).
+    #[arg(long = "audit-log-format", default_value = "json")]
+    pub audit_log_format: String,
+
+    /// How audit events are written: blocking (each request waits for its events to be
+    /// written; failures are logged), blocking-strict (as blocking, and a request whose
+    /// first event cannot be written fails) or batch (queued for a writer thread;
+    /// dropped when the queue is full).
+    #[arg(long = "audit-log-mode", default_value = "blocking")]
+    pub audit_log_mode: String,
+}
+
+/// Auditing as the flags ask for it (see [`ServerRunOptions::audit_config`]).
+pub struct AuditConfig {
+    pub policy: crate::audit::policy::Policy,
+    pub destination: crate::audit::log::Destination,
+    pub mode: crate::audit::log::Mode,
 }
 
 impl ServerRunOptions {
@@ -219,6 +271,65 @@ impl ServerRunOptions {
             &self.enable_admission_plugins,
             &self.disable_admission_plugins,
         )
+    }
+
+    /// Auditing, when both a policy and a log path are given (`None` otherwise, as
+    /// upstream: no backend or no policy means no audit); every problem with the audit
+    /// flags or the policy file otherwise.
+    pub fn audit_config(&self) -> Result<Option<AuditConfig>, Vec<String>> {
+        use crate::audit::log::{Destination, Mode};
+        use crate::audit::rotation::Rotation;
+        let mut errors = Vec::new();
+        let mut count = |flag: &str, value: i64| {
+            u64::try_from(value).unwrap_or_else(|_| {
+                errors.push(format!("{flag} {value} must not be negative"));
+                0
+            })
+        };
+        let rotation = Rotation {
+            max_age_days: count("--audit-log-maxage", self.audit_log_maxage),
+            max_backups: count("--audit-log-maxbackup", self.audit_log_maxbackup) as usize,
+            max_size_mb: count("--audit-log-maxsize", self.audit_log_maxsize),
+        };
+        match self.audit_log_format.as_str() {
+            "json" => {}
+            "legacy" => errors
+                .push("--audit-log-format=legacy is not supported by this server: use json".into()),
+            other => errors.push(format!(
+                "--audit-log-format {other:?}: unknown format; supported: json"
+            )),
+        }
+        let mode = Mode::parse(&self.audit_log_mode).unwrap_or_else(|| {
+            errors.push(format!(
+                "--audit-log-mode {:?}: unknown mode; supported: {}",
+                self.audit_log_mode,
+                Mode::NAMES.join(", ")
+            ));
+            Mode::Blocking
+        });
+        let policy = match &self.audit_policy_file {
+            Some(path) => crate::audit::policy::Policy::load(path)
+                .map_err(|e| errors.push(e.to_string()))
+                .ok(),
+            None => None,
+        };
+        let destination = match &self.audit_log_path {
+            Some(p) if p.as_os_str() == "-" => Some(Destination::Stdout),
+            Some(p) if p.as_os_str().is_empty() => None,
+            Some(p) => Some(Destination::File(p.clone(), rotation)),
+            None => None,
+        };
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(match (policy, destination) {
+            (Some(policy), Some(destination)) => Some(AuditConfig {
+                policy,
+                destination,
+                mode,
+            }),
+            _ => None,
+        })
     }
 
     /// Checks flag combinations; returns every problem found.
@@ -258,6 +369,9 @@ impl ServerRunOptions {
         }
         if let Err(e) = crate::controllers::Selection::parse(&self.controllers) {
             errors.push(e);
+        }
+        if let Err(e) = self.audit_config() {
+            errors.extend(e);
         }
         if self.data_dir.as_os_str().is_empty() {
             errors.push("--data-dir must not be empty".into());

@@ -229,6 +229,7 @@ pub fn respond_object(
     repr: Representation,
     res: &ApiResource,
 ) -> HttpResponse {
+    crate::audit::record_response_object(req, value);
     if repr == Representation::Protobuf && res.protobuf {
         let kind = value
             .get("kind")
@@ -264,6 +265,7 @@ pub fn respond(
     value: &Value,
     repr: Representation,
 ) -> HttpResponse {
+    crate::audit::record_response_value(req, value);
     let pretty = wants_pretty(req);
     let (content_type, body) = match repr {
         Representation::Yaml => (
@@ -298,6 +300,7 @@ pub fn respond_bytes(
     content_type: &str,
     body: Vec<u8>,
 ) -> HttpResponse {
+    crate::audit::record_response_bytes(req, content_type, &body);
     let status =
         actix_web::http::StatusCode::from_u16(status).unwrap_or(actix_web::http::StatusCode::OK);
     let mut resp = HttpResponse::build(status);

@@ -11,6 +11,7 @@ use actix_web::{web, HttpMessage};
 use rustls::pki_types::CertificateDer;
 
 use crate::api::ApiError;
+use crate::audit::{RequestAudit, DECISION_ANNOTATION, REASON_ANNOTATION};
 use crate::auth::authn::{bearer_token, Credentials};
 use crate::auth::authz::{selected_name, Attributes, AuthorizerChain};
 use crate::auth::names::{
@@ -64,6 +65,13 @@ pub async fn authenticate(
         }
         Err(why) => {
             tracing::info!(path = req.path(), reasons = ?why.0, "unauthorized request");
+            if let Some(audit) = req.app_data::<web::Data<crate::audit::Audit>>().cloned() {
+                return Ok(super::audit::failed_authentication(
+                    &audit,
+                    req,
+                    ApiError::unauthorized(),
+                ));
+            }
             return Err(ApiError::unauthorized().into());
         }
     }
@@ -87,6 +95,9 @@ pub async fn impersonate(
             user = user.name,
             "impersonating"
         );
+        if let Some(audit) = RequestAudit::of(req.request()) {
+            audit.impersonate(&user);
+        }
         req.extensions_mut().insert(Rc::new(user));
     }
     next.call(req)
@@ -95,7 +106,8 @@ pub async fn impersonate(
 }
 
 /// Authorization: the request's attributes, from its parsed request info, through the
-/// `--authorization-mode` chain; 403 Forbidden when refused.
+/// `--authorization-mode` chain; 403 Forbidden when refused. The decision and its reason
+/// are audit annotations of an audited request.
 pub async fn authorize(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -108,7 +120,19 @@ pub async fn authorize(
         .ok_or_else(|| ApiError::internal("no request info"))?;
     let name = selected_name(&info, req.query_string()).unwrap_or_default();
     let attrs = Attributes::of_request(&user, &info, &name);
-    auth_of(&req).authorizer.check(&attrs)?;
+    let decision = auth_of(&req).authorizer.decide(&attrs);
+    if let Some(audit) = RequestAudit::of(req.request()) {
+        let verdict = if decision.is_allowed() {
+            "allow"
+        } else {
+            "forbid"
+        };
+        audit.annotate(DECISION_ANNOTATION, verdict);
+        audit.annotate(REASON_ANNOTATION, decision.reason());
+    }
+    if !decision.is_allowed() {
+        return Err(attrs.forbidden(decision.reason()).into());
+    }
     next.call(req)
         .await
         .map(ServiceResponse::map_into_boxed_body)

@@ -2,6 +2,7 @@
 //! (filters, then the delegation chain) and says why its order is what it is.
 //! Admission runs inside the handlers, after decoding.
 
+pub mod audit;
 pub mod auth;
 pub mod limits;
 
@@ -11,7 +12,7 @@ use std::rc::Rc;
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::ServiceFactory;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::middleware::{from_fn, Next};
+use actix_web::middleware::{from_fn, Condition, Next};
 use actix_web::{web, App, HttpMessage};
 use futures_util::FutureExt;
 
@@ -34,14 +35,19 @@ use crate::{discovery, docs};
 /// 4. [`errors_as_status`]: framework errors (oversized bodies, ...) become `Status`;
 /// 5. [`auth::authenticate`]: who is asking (401 for bad credentials), before anything
 ///    that depends on the user;
-/// 6. [`auth::impersonate`]: as whom, once the requester may impersonate them;
-/// 7. [`limits::serving_limits`]: max-in-flight and the request timeout, after identity
+/// 6. [`audit::audit`] (only with `--audit-policy-file`): after authentication, so the
+///    user is known, and around everything after it, so impersonation, throttling and
+///    authorization refusals are recorded too (upstream's place; failed authentication
+///    is audited by the authentication filter itself);
+/// 7. [`auth::impersonate`]: as whom, once the requester may impersonate them (the
+///    audit event records both);
+/// 8. [`limits::serving_limits`]: max-in-flight and the request timeout, after identity
 ///    (so unauthenticated floods are refused before they take a seat) and around the
 ///    work itself (its 429 and 504 are logged and are `Status` answers);
-/// 8. [`auth::authorize`]: whether the user may, from the parsed request info, before
+/// 9. [`auth::authorize`]: whether the user may, from the parsed request info, before
 ///    any handler reads a body or storage;
-/// 9. the delegation chain: the aggregator (link 1), the non-resource routes and every
-///    resource the catalog serves (link 2), custom resources (link 3), 404 (link 4).
+/// 10. the delegation chain: the aggregator (link 1), the non-resource routes and every
+///     resource the catalog serves (link 2), custom resources (link 3), 404 (link 4).
 ///
 /// actix applies `wrap` inside-out, so the calls below are written innermost first.
 pub fn handler_chain(
@@ -50,6 +56,7 @@ pub fn handler_chain(
     limits: web::Data<limits::ServingLimits>,
     auth: web::Data<crate::auth::Auth>,
     admission: web::Data<crate::admission::Chain>,
+    audit: Option<web::Data<crate::audit::Audit>>,
 ) -> App<
     impl ServiceFactory<
         ServiceRequest,
@@ -59,8 +66,12 @@ pub fn handler_chain(
         InitError = (),
     >,
 > {
-    App::new()
-        .app_data(state)
+    let auditing = audit.is_some();
+    let mut app = App::new();
+    if let Some(audit) = audit {
+        app = app.app_data(audit);
+    }
+    app.app_data(state)
         .app_data(openapi)
         .app_data(limits)
         .app_data(auth)
@@ -75,6 +86,8 @@ pub fn handler_chain(
         .wrap(from_fn(auth::authorize))
         .wrap(from_fn(limits::serving_limits))
         .wrap(from_fn(auth::impersonate))
+        // Without a policy the filter is not called at all: one branch per request.
+        .wrap(Condition::new(auditing, from_fn(audit::audit)))
         .wrap(from_fn(auth::authenticate))
         .wrap(from_fn(errors_as_status))
         .wrap(from_fn(log_requests))

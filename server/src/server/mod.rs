@@ -138,6 +138,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
     ));
     let auth = web::Data::new(configured.auth);
     let admission = web::Data::new(admission_chain(&opts, &state, &auth).await?);
+    let audit = audit(&opts)?;
     let mut server = HttpServer::new(move || {
         filters::handler_chain(
             app_state.clone(),
@@ -145,6 +146,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
             limits.clone(),
             auth.clone(),
             admission.clone(),
+            audit.clone(),
         )
     })
     .on_connect(filters::auth::remember_peer_certificates);
@@ -212,6 +214,24 @@ async fn admission_chain(
             policies,
         },
     ))
+}
+
+/// Auditing, when `--audit-policy-file` and `--audit-log-path` are both given.
+fn audit(opts: &ServerRunOptions) -> Result<Option<web::Data<crate::audit::Audit>>, String> {
+    let Some(config) = opts.audit_config().map_err(|e| e.join("; "))? else {
+        if opts.audit_policy_file.is_some() != opts.audit_log_path.is_some() {
+            tracing::warn!(
+                "auditing is off: it needs both --audit-policy-file and --audit-log-path"
+            );
+        }
+        return Ok(None);
+    };
+    let backend = crate::audit::log::LogBackend::open(config.destination, config.mode)
+        .map_err(|e| format!("--audit-log-path: {e}"))?;
+    Ok(Some(web::Data::new(crate::audit::Audit::new(
+        config.policy,
+        backend,
+    ))))
 }
 
 /// The listening socket. TCP_NODELAY is set on it (accepted connections inherit it):

@@ -7,7 +7,7 @@
 //! `crds` what CustomResourceDefinitions cost (install latency, memory, start-up, custom
 //! objects next to ConfigMaps); `authz` what authorization costs (a RoleBinding's user
 //! under RBAC next to AlwaysAllow); `admission` what a validating webhook and a
-//! ValidatingAdmissionPolicy cost writes.
+//! ValidatingAdmissionPolicy cost writes; `audit` what the audit log costs writes.
 //!
 //! The `loadgen` binary is the command-line front end; BENCHMARKS.md at the repository
 //! root has the commands and the latest figures. Traffic only ever goes to loopback
@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod admission;
+pub mod audit;
 pub mod authz;
 pub mod client;
 pub mod crds;

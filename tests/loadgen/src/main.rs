@@ -2,13 +2,15 @@
 //! markdown tables; `loadgen raw-redb` measures the raw engine baseline; `loadgen storage`
 //! the storage layer of both backends next to their raw engines; `loadgen crds` what
 //! CustomResourceDefinitions cost; `loadgen authz` what authorization (RBAC) costs;
-//! `loadgen admission` what a validating webhook and a ValidatingAdmissionPolicy cost.
+//! `loadgen admission` what a validating webhook and a ValidatingAdmissionPolicy cost;
+//! `loadgen audit` what the audit log costs writes.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use apiserver_loadgen::admission::{self, AdmissionOptions};
+use apiserver_loadgen::audit::{self, AuditOptions};
 use apiserver_loadgen::authz::{self, AuthzOptions};
 use apiserver_loadgen::client::Protocol;
 use apiserver_loadgen::crds::{self, CrdOptions, CrdSelection};
@@ -54,6 +56,55 @@ enum Command {
     /// nothing configured, with one validating webhook (loopback HTTPS, allows at once)
     /// and with one ValidatingAdmissionPolicy bound with Deny.
     Admission(AdmissionArgs),
+    /// The audit log's cost: create and update (GET + PUT) throughput and latency with
+    /// auditing off and with every request audited at Metadata into a file.
+    Audit(AuditArgs),
+}
+
+#[derive(Args)]
+struct AuditArgs {
+    /// The apiserver binary, started on a fresh temporary data directory per
+    /// configuration and run.
+    #[arg(long, value_name = "PATH")]
+    server_bin: PathBuf,
+    /// An extra flag for the started server (repeat for more); not the audit flags,
+    /// which each configuration sets.
+    #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
+    server_args: Vec<String>,
+    /// Directory for temporary data directories and audit logs (default: the system
+    /// temp directory).
+    #[arg(long, value_name = "DIR")]
+    data_root: Option<PathBuf>,
+    /// Use a pool of HTTP/1.1 connections instead of one HTTP/2 connection.
+    #[arg(long)]
+    http1: bool,
+    /// Repeat every configuration this many times; tables show medians.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// ConfigMaps created (the working set of the updates).
+    #[arg(long, default_value_t = 10_000)]
+    count: u64,
+    /// Requests in flight.
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+    /// Seconds the updates run.
+    #[arg(long, default_value_t = 5.0)]
+    duration: f64,
+    /// Approximate size of each ConfigMap's JSON, bytes.
+    #[arg(long, default_value_t = 1024)]
+    object_size: usize,
+    /// Seconds the creates may run before stopping short of --count.
+    #[arg(long, default_value_t = 600.0)]
+    write_time: f64,
+    /// Timeout of one request, seconds.
+    #[arg(long, default_value_t = 300.0)]
+    timeout: f64,
+    /// Worker threads of the load generator's runtime (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Also write the markdown report to this file.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -367,6 +418,7 @@ fn main() -> ExitCode {
         Some(Command::Crds(args)) => run_crds(args),
         Some(Command::Authz(args)) => run_authz(args),
         Some(Command::Admission(args)) => run_admission(args),
+        Some(Command::Audit(args)) => run_audit(args),
         None => run_suite(cli.suite),
     };
     match result {
@@ -616,6 +668,33 @@ fn run_admission(a: AdmissionArgs) -> anyhow::Result<ExitCode> {
         rt.worker_threads(t.max(1));
     }
     let report = rt.build()?.block_on(admission::run(&opts))?;
+    finish(&report.markdown(), report.error_count(), a.output)
+}
+
+fn run_audit(a: AuditArgs) -> anyhow::Result<ExitCode> {
+    let opts = AuditOptions {
+        server_bin: a.server_bin,
+        server_args: a.server_args,
+        data_root: a.data_root,
+        protocol: if a.http1 {
+            Protocol::Http1
+        } else {
+            Protocol::Http2
+        },
+        request_timeout: Duration::from_secs_f64(a.timeout),
+        runs: a.runs,
+        count: a.count,
+        concurrency: a.concurrency,
+        duration: Duration::from_secs_f64(a.duration),
+        object_size: a.object_size,
+        write_time: Duration::from_secs_f64(a.write_time),
+    };
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.enable_all();
+    if let Some(t) = a.threads {
+        rt.worker_threads(t.max(1));
+    }
+    let report = rt.build()?.block_on(audit::run(&opts))?;
     finish(&report.markdown(), report.error_count(), a.output)
 }
 

@@ -246,3 +246,35 @@ async fn admission_mode_runs_every_configuration() {
     assert_eq!(report.webhook_calls.len(), 1, "{md}");
     assert!(report.webhook_calls[0] >= 20, "{md}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_mode_runs_both_configurations() {
+    use apiserver_loadgen::audit::{self, AuditOptions};
+    let opts = AuditOptions {
+        server_bin: apiserver_tests::server_binary().to_path_buf(),
+        server_args: Vec::new(),
+        data_root: None,
+        protocol: Protocol::Http2,
+        request_timeout: Duration::from_secs(60),
+        runs: 1,
+        count: 20,
+        concurrency: 4,
+        duration: Duration::from_millis(200),
+        object_size: 1024,
+        write_time: Duration::from_secs(60),
+    };
+    let report = audit::run(&opts).await.expect("the audit benchmark");
+    let md = report.markdown();
+    println!("{md}");
+    assert_eq!(report.error_count(), 0, "failures in:\n{md}");
+    for want in [
+        "| create, requests/s |",
+        "| update p99 ms |",
+        "create ConfigMap (~1024 B), audit at Metadata | 4 | 20 |",
+    ] {
+        assert!(md.contains(want), "no {want:?} in:\n{md}");
+    }
+    // The audited run logged two stages of each of its requests at least.
+    assert_eq!(report.events_logged.len(), 1, "{md}");
+    assert!(report.events_logged[0] >= 2 * 20, "{md}");
+}

@@ -153,6 +153,7 @@ fn decode_object(
 ) -> Result<(Value, Vec<String>), ApiError> {
     let res = &scope.resource;
     let mut obj = decode_body(req, body, res)?;
+    crate::audit::record_request_object(req, &obj);
     check_body_namespace(scope.namespace(), &obj)?;
     let duplicates = body_duplicates(req, body);
     let warnings = field_validation(res, &mut obj, opts.field_validation, &duplicates)?;
