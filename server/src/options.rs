@@ -80,6 +80,12 @@ pub struct ServerRunOptions {
     )]
     pub etcd_compaction_interval: std::time::Duration,
 
+    /// The file of an `apiserver.config.k8s.io/v1` EncryptionConfiguration: which
+    /// resources are encrypted at rest, and with which providers and keys (identity,
+    /// aescbc, aesgcm, secretbox).
+    #[arg(long = "encryption-provider-config", value_name = "FILE")]
+    pub encryption_provider_config: Option<PathBuf>,
+
     /// Enable watch caching: one in-memory cache per resource serves watches, and LISTs
     /// and GETs (resourceVersion 0, and consistent reads once caught up), without
     /// reading storage.
@@ -364,6 +370,17 @@ impl ServerRunOptions {
         }
         self.validate_etcd(&mut errors);
         self.validate_auth(&mut errors);
+        // Its contents are checked at start-up (`storage::encryption`), every field at fault.
+        if let Some(p) = self
+            .encryption_provider_config
+            .as_ref()
+            .filter(|p| !p.is_file())
+        {
+            errors.push(format!(
+                "--encryption-provider-config {}: no such file",
+                p.display()
+            ));
+        }
         if let Err(e) = self.admission_plugins() {
             errors.extend(e);
         }

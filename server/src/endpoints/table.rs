@@ -273,6 +273,7 @@ mod tests {
                 value: serde_json::to_vec(&stored).unwrap().into(),
                 create_revision: 5,
                 mod_revision: 7,
+                stale: false,
             };
             let mut decoded = stored.clone();
             decoded["metadata"]["resourceVersion"] = json!("7");

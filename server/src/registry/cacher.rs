@@ -358,6 +358,7 @@ fn key_value((key, c): (&String, &Cached)) -> KeyValue {
         value: c.value.clone(),
         create_revision: c.create_revision,
         mod_revision: c.mod_revision,
+        stale: false,
     }
 }
 

@@ -19,7 +19,7 @@ use crate::api::options::{ListOptions, ReadAt};
 use crate::api::selectors::{selects, FieldSelector, LabelSelector};
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::ApiResource;
-use crate::storage::{KeyValue, ListPage, Storage, StorageError};
+use crate::storage::{KeyValue, ListPage, ResourceStorages, Storage, StorageError};
 
 use super::cacher::Cacher;
 use super::codec::{decode, json_bytes, served, served_one, stored_bytes, with_rv};
@@ -163,7 +163,9 @@ impl Source {
 /// The generic registry store.
 #[derive(Clone)]
 pub struct Store {
-    storage: Arc<dyn Storage>,
+    /// Each resource's storage (the backend, or the backend behind the resource's
+    /// encryption at rest).
+    storages: ResourceStorages,
     /// One watch cache per resource (by key prefix), started on first use; `None` when
     /// `--watch-cache=false`.
     caches: Option<Arc<WatchCaches>>,
@@ -185,10 +187,10 @@ fn spec_part(obj: &Value) -> Value {
 }
 
 impl Store {
-    /// A store over `storage`, with watch caches when `watch_cache` is set.
-    pub fn new(storage: Arc<dyn Storage>, watch_cache: bool) -> Self {
+    /// A store over `storages`, with watch caches when `watch_cache` is set.
+    pub fn new(storages: ResourceStorages, watch_cache: bool) -> Self {
         Store {
-            storage,
+            storages,
             caches: watch_cache.then(Default::default),
         }
     }
@@ -198,17 +200,23 @@ impl Store {
         if !res.stored() {
             return None;
         }
-        self.cacher_at(Self::prefix(res, None))
+        self.cacher_at(Self::prefix(res, None), self.storage(res))
     }
 
-    /// The watch cache of the keys under `prefix` (a resource's), started on first use.
-    fn cacher_at(&self, prefix: String) -> Option<Arc<Cacher>> {
+    /// The watch cache of the keys under `prefix` (a resource's, on `storage`), started
+    /// on first use.
+    fn cacher_at(&self, prefix: String, storage: &Arc<dyn Storage>) -> Option<Arc<Cacher>> {
         let caches = self.caches.as_ref()?;
         let mut caches = caches.lock().unwrap_or_else(|e| e.into_inner());
         let cacher = caches
             .entry(prefix)
-            .or_insert_with_key(|prefix| Cacher::start(self.storage.clone(), prefix.clone()));
+            .or_insert_with_key(|prefix| Cacher::start(storage.clone(), prefix.clone()));
         Some(cacher.clone())
+    }
+
+    /// The storage of `res`'s objects.
+    fn storage(&self, res: &ApiResource) -> &Arc<dyn Storage> {
+        self.storages.of(&res.def.group, &res.def.plural)
     }
 
     /// Records a write this server made, so `resourceVersion=0` reads of the resource
@@ -271,7 +279,7 @@ impl Store {
         };
         let ready = match at {
             // Without progress notifications the cache cannot show it is current.
-            ReadAt::Latest if !self.storage.reports_progress() => false,
+            ReadAt::Latest if !self.storages.base().reports_progress() => false,
             ReadAt::Latest => cacher
                 .wait_for_current()
                 .await
@@ -338,7 +346,7 @@ impl Store {
         let found = match self.source(res, at, None).await? {
             Source::Cache(cacher) => cacher.get(&key),
             Source::At(..) | Source::Storage => self
-                .storage
+                .storage(res)
                 .get(&key)
                 .await
                 .map_err(|e| map_err(res, name, e))?,
@@ -354,7 +362,7 @@ impl Store {
         name: &str,
     ) -> Result<Value, ApiError> {
         match self
-            .storage
+            .storage(res)
             .get(&Self::key(res, ns, name))
             .await
             .map_err(|e| map_err(res, name, e))?
@@ -443,7 +451,7 @@ impl Store {
                 opts.limit - items.len()
             };
             let page = self
-                .read_page(&source, &prefix, start.as_deref(), want)
+                .read_page(res, &source, &prefix, start.as_deref(), want)
                 .await;
             let page = page.map_err(|e| match e {
                 StorageError::Expired { .. } if opts.continue_token.is_some() => {
@@ -488,19 +496,21 @@ impl Store {
     /// in its window, else from storage's history.
     async fn read_page(
         &self,
+        res: &ApiResource,
         source: &Source,
         prefix: &str,
         start: Option<&str>,
         limit: usize,
     ) -> Result<ListPage, StorageError> {
+        let storage = self.storage(res);
         match source {
             Source::Cache(c) => Ok(c.list(prefix, start, limit)),
             Source::At(Some(c), rev) => match c.list_at(prefix, start, limit, *rev) {
                 Some(page) => Ok(page),
-                None => self.storage.list_at(prefix, start, limit, *rev).await,
+                None => storage.list_at(prefix, start, limit, *rev).await,
             },
-            Source::At(None, rev) => self.storage.list_at(prefix, start, limit, *rev).await,
-            Source::Storage => self.storage.list(prefix, start, limit).await,
+            Source::At(None, rev) => storage.list_at(prefix, start, limit, *rev).await,
+            Source::Storage => storage.list(prefix, start, limit).await,
         }
     }
 
@@ -532,7 +542,7 @@ impl Store {
             WatchStart::After(rev) => (Vec::new(), rev),
             WatchStart::State(_) => {
                 let page = self
-                    .storage
+                    .storage(&res)
                     .list(&prefix, None, 0)
                     .await
                     .map_err(|e| map_err(&res, "", e))?;
@@ -548,7 +558,7 @@ impl Store {
             }
         }
         let events = self
-            .storage
+            .storage(&res)
             .watch(&prefix, after)
             .await
             .map_err(|e| map_err(&res, "", e))?;
@@ -559,7 +569,8 @@ impl Store {
 
     /// The store's current revision.
     pub async fn current_revision(&self) -> Result<u64, ApiError> {
-        self.storage
+        self.storages
+            .base()
             .current_revision()
             .await
             .map_err(|e| ApiError::internal(e.to_string()))
@@ -655,7 +666,7 @@ impl Store {
                 return Ok(obj);
             }
             match self
-                .storage
+                .storage(res)
                 .create(&Self::key(res, ns, &name), stored_bytes(res, &obj).await?)
                 .await
             {
@@ -683,7 +694,7 @@ impl Store {
         ctx: &WriteContext,
     ) -> Result<Value, ApiError> {
         let kv = self
-            .storage
+            .storage(res)
             .get(&Self::key(res, ns, name))
             .await
             .map_err(|e| map_err(res, name, e))?;
@@ -709,8 +720,18 @@ impl Store {
             None => {}
         }
         let old = served_one(res, decode(res, &kv)?).await?;
-        self.write_update(res, ns, name, old, kv.mod_revision, obj, target, ctx)
-            .await
+        self.write_update(
+            res,
+            ns,
+            name,
+            old,
+            kv.mod_revision,
+            kv.stale,
+            obj,
+            target,
+            ctx,
+        )
+        .await
     }
 
     /// Read-modify-write: `mutate` turns the current object into the new one (a patch).
@@ -728,7 +749,7 @@ impl Store {
         let mut last = ApiError::conflict(res, name);
         for _ in 0..MAX_PATCH_RETRIES {
             let Some(kv) = self
-                .storage
+                .storage(res)
                 .get(&key)
                 .await
                 .map_err(|e| map_err(res, name, e))?
@@ -743,7 +764,17 @@ impl Store {
                 return Err(ApiError::conflict(res, name));
             }
             match self
-                .write_update(res, ns, name, old, kv.mod_revision, new, target, ctx)
+                .write_update(
+                    res,
+                    ns,
+                    name,
+                    old,
+                    kv.mod_revision,
+                    kv.stale,
+                    new,
+                    target,
+                    ctx,
+                )
                 .await
             {
                 Err(e) if e.is_conflict() => last = e,
@@ -761,6 +792,7 @@ impl Store {
         name: &str,
         old: Value,
         old_rev: u64,
+        stale: bool,
         mut obj: Value,
         target: Target,
         ctx: &WriteContext,
@@ -889,8 +921,10 @@ impl Store {
                 &now_rfc3339(),
             );
         }
-        if obj == old {
-            // Nothing changed: no write, same resourceVersion.
+        if obj == old && !stale {
+            // Nothing changed: no write, same resourceVersion. A stale read (an older
+            // encryption key or provider) is rewritten anyway, so that replacing every
+            // object re-encrypts it with the current key.
             return Ok(old);
         }
         let finalized = meta_str(&obj, "deletionTimestamp").is_some()
@@ -902,7 +936,7 @@ impl Store {
         if finalized {
             // The last finalizer is gone: the object disappears.
             let (_, rev) = self
-                .storage
+                .storage(res)
                 .delete(&Self::key(res, ns, name), Some(old_rev))
                 .await
                 .map_err(|e| map_err(res, name, e))?;
@@ -910,7 +944,7 @@ impl Store {
             return Ok(with_rv(obj, rev));
         }
         let rev = self
-            .storage
+            .storage(res)
             .update(
                 &Self::key(res, ns, name),
                 old_rev,
@@ -939,7 +973,7 @@ impl Store {
         let precondition_rv = options.preconditions.resource_version.as_deref();
         let key = Self::key(res, ns, name);
         let Some(kv) = self
-            .storage
+            .storage(res)
             .get(&key)
             .await
             .map_err(|e| map_err(res, name, e))?
@@ -999,7 +1033,7 @@ impl Store {
                 });
             }
             let rev = self
-                .storage
+                .storage(res)
                 .update(&key, kv.mod_revision, stored_bytes(res, &obj).await?)
                 .await
                 .map_err(|e| map_err(res, name, e))?;
@@ -1016,7 +1050,7 @@ impl Store {
             });
         }
         let (_, rev) = self
-            .storage
+            .storage(res)
             .delete(&key, Some(kv.mod_revision))
             .await
             .map_err(|e| map_err(res, name, e))?;
@@ -1043,14 +1077,14 @@ impl Store {
     /// not have it (yet), as kube-apiserver's NamespaceLifecycle admission reads it.
     pub async fn namespace(&self, ns: &str) -> Result<Option<Value>, ApiError> {
         let key = format!("/registry/namespaces/{ns}");
+        let storage = self.storages.of("", "namespaces");
         let cached = self
-            .cacher_at("/registry/namespaces/".to_string())
+            .cacher_at("/registry/namespaces/".to_string(), storage)
             .filter(|c| c.revision().is_some())
             .and_then(|c| c.get(&key));
         let found = match cached {
             Some(kv) => Some(kv),
-            None => self
-                .storage
+            None => storage
                 .get(&key)
                 .await
                 .map_err(|e| ApiError::internal(e.to_string()))?,

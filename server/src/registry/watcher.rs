@@ -91,6 +91,7 @@ pub(super) fn to_object_event(
             value: bytes.clone(),
             create_revision: 0,
             mod_revision: e.revision,
+            stale: false,
         };
         decode(res, &kv)
     };

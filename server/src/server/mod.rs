@@ -19,7 +19,8 @@ use crate::endpoints::ApiState;
 use crate::openapi::OpenApi;
 use crate::options::ServerRunOptions;
 use crate::registry::Store;
-use crate::storage::Storage;
+use crate::storage::encryption::EncryptionConfig;
+use crate::storage::{ResourceStorages, Storage};
 use crate::{filters, generated};
 
 /// Namespaces that exist from the first start, as in every Kubernetes cluster.
@@ -85,8 +86,14 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
     std::fs::create_dir_all(&opts.data_dir)
         .map_err(|e| format!("creating --data-dir {}: {e}", opts.data_dir.display()))?;
     // The embedded store, or etcd with --etcd-servers; plus the history compactor.
+    // Encryption at rest is checked before storage is touched, so a bad file changes nothing.
+    let encryption = match &opts.encryption_provider_config {
+        Some(path) => Some(EncryptionConfig::load(path)?),
+        None => None,
+    };
     let storage: Arc<dyn Storage> = crate::storage::open(&opts.storage_config()).await?;
-    let store = Store::new(storage.clone(), opts.watch_cache);
+    let storages = ResourceStorages::new(storage.clone(), encryption.as_ref());
+    let store = Store::new(storages, opts.watch_cache);
     // Watch caches load now, on this runtime, rather than on a worker's first request;
     // entries registered later get theirs when they are registered.
     for res in catalog.all() {

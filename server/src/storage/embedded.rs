@@ -148,6 +148,7 @@ fn decode(key: &str, raw: &[u8]) -> Result<KeyValue, StorageError> {
         create_revision: word(0..8)?,
         mod_revision: word(8..16)?,
         value: Bytes::copy_from_slice(raw.get(16..).ok_or_else(corrupt)?),
+        stale: false,
     })
 }
 
@@ -415,6 +416,7 @@ impl Storage for EmbeddedStorage {
                         value: prev.clone(),
                         create_revision: e.prev_create_revision,
                         mod_revision: e.prev_mod_revision,
+                        stale: false,
                     };
                     state.insert(e.key.clone(), kv);
                 }

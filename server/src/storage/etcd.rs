@@ -305,6 +305,7 @@ impl EtcdStorage {
             value: Bytes::from(value),
             create_revision: rev_u64(create_revision),
             mod_revision: rev_u64(mod_revision),
+            stale: false,
         })
     }
 
