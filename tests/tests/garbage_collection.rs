@@ -250,7 +250,7 @@ fn a_cluster_scoped_owner_collects_namespaced_dependents_across_restarts() {
         "clusterrole",
         "owner-role",
         "--verb=get",
-        "--resource=pods",
+        "--resource=configmaps",
     ]);
     let owner = uid(&s, "clusterrole", "owner-role");
     let reference = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "name": "owner-role", "uid": owner});
