@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
+use crate::api::meta::metadata_mut;
 use crate::api::options::{DeleteOptions, Preconditions, PropagationPolicy, ReadAt};
 use crate::api::selectors::{FieldSelector, LabelSelector};
 use crate::api::ApiError;
@@ -548,39 +549,10 @@ impl Collector {
         node: &Node,
         owners: &[String],
     ) -> Result<(), ApiError> {
-        let result = self
-            .store
-            .patch(
-                &node.res,
-                node.namespace.as_deref(),
-                &node.name,
-                Target::Main,
-                &WriteContext::new(MANAGER),
-                |old: &Value| {
-                    let mut new = old.clone();
-                    if old["metadata"]["uid"] != uid {
-                        return Ok(new);
-                    }
-                    let kept: Vec<Value> = old["metadata"]["ownerReferences"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter(|r| !owners.iter().any(|o| r["uid"] == o.as_str()))
-                        .cloned()
-                        .collect();
-                    let meta = new["metadata"]
-                        .as_object_mut()
-                        .expect("objects have metadata");
-                    if kept.is_empty() {
-                        meta.remove("ownerReferences");
-                    } else {
-                        meta.insert("ownerReferences".into(), json!(kept));
-                    }
-                    Ok(new)
-                },
-            )
-            .await;
-        ignore_gone(result)
+        self.retain(uid, node, "ownerReferences", |r| {
+            !owners.iter().any(|o| r["uid"] == o.as_str())
+        })
+        .await
     }
 
     /// Removes `finalizer` from the object `uid` (the store deletes it once none remain).
@@ -589,6 +561,19 @@ impl Collector {
         uid: &str,
         node: &Node,
         finalizer: &str,
+    ) -> Result<(), ApiError> {
+        self.retain(uid, node, "finalizers", |f| *f != finalizer)
+            .await
+    }
+
+    /// Keeps only the entries of the metadata list `field` that `keep` accepts, on the
+    /// object `uid` (not on another object that took its name); drops an emptied list.
+    async fn retain(
+        &self,
+        uid: &str,
+        node: &Node,
+        field: &str,
+        keep: impl Fn(&Value) -> bool,
     ) -> Result<(), ApiError> {
         let result = self
             .store
@@ -603,19 +588,28 @@ impl Collector {
                     if old["metadata"]["uid"] != uid {
                         return Ok(new);
                     }
-                    let kept: Vec<Value> = old["metadata"]["finalizers"]
+                    let kept: Vec<Value> = old["metadata"][field]
                         .as_array()
                         .into_iter()
                         .flatten()
-                        .filter(|f| *f != finalizer)
+                        .filter(|v| keep(v))
                         .cloned()
                         .collect();
-                    new["metadata"]["finalizers"] = json!(kept);
+                    let meta = metadata_mut(&mut new);
+                    if kept.is_empty() {
+                        meta.remove(field);
+                    } else {
+                        meta.insert(field.into(), json!(kept));
+                    }
                     Ok(new)
                 },
             )
             .await;
-        ignore_gone(result)
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Orphan: every dependent stops naming the owner, then the owner may go.
@@ -647,14 +641,6 @@ impl Collector {
             return Ok(());
         }
         self.remove_finalizer(uid, node, FOREGROUND_FINALIZER).await
-    }
-}
-
-fn ignore_gone(result: Result<Value, ApiError>) -> Result<(), ApiError> {
-    match result {
-        Ok(_) => Ok(()),
-        Err(e) if e.is_not_found() => Ok(()),
-        Err(e) => Err(e),
     }
 }
 
