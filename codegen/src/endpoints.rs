@@ -153,6 +153,12 @@ const LIST: &[Operation] = &[op("get", Verb::List)];
 const CREATE: &[Operation] = &[op("post", Verb::Create)];
 const WATCH: &[Operation] = &[op("get", Verb::Watch)];
 
+/// Whether `d` serves `verb` on the resource itself: every verb unless its definition
+/// lists some (subresources keep their own operations).
+pub fn serves(d: &ResourceDef, verb: Verb) -> bool {
+    d.verbs.is_empty() || d.verbs.iter().any(|v| v == verb.as_str())
+}
+
 /// The subresources `d` declares, sorted by name.
 pub fn subresources(d: &ResourceDef) -> Vec<Subresource> {
     let mut subs = Vec::new();
@@ -189,7 +195,10 @@ pub fn endpoints(d: &ResourceDef) -> Vec<Endpoint> {
     let at = |path: String, kind: PathKind, ops: &[Operation]| Endpoint {
         path,
         kind,
-        operations: ops.to_vec(),
+        operations: match kind {
+            PathKind::Subresource(_) => ops.to_vec(),
+            _ => ops.iter().copied().filter(|o| serves(d, o.verb)).collect(),
+        },
     };
     if d.create_only {
         // Not stored: POST on the collection is the one endpoint.
@@ -229,11 +238,14 @@ pub fn endpoints(d: &ResourceDef) -> Vec<Endpoint> {
             LIST,
         ));
     }
+    // A path left with no verb (`verbs:` leaves some out) is not served at all.
+    out.retain(|e| !e.operations.is_empty());
     out
 }
 
 /// The verbs served on the resource itself (`None`) or on a subresource, sorted as
-/// discovery lists them. `watch` is served wherever `list` is (`?watch=true`).
+/// discovery lists them. `watch` comes from the `/watch/` paths, which exist wherever
+/// watching is served (and then `?watch=true` on a list path too).
 pub fn verbs(endpoints: &[Endpoint], subresource: Option<Subresource>) -> Vec<Verb> {
     let mut verbs: Vec<Verb> = endpoints
         .iter()
@@ -243,9 +255,6 @@ pub fn verbs(endpoints: &[Endpoint], subresource: Option<Subresource>) -> Vec<Ve
         })
         .flat_map(|e| e.operations.iter().map(|o| o.verb))
         .collect();
-    if verbs.contains(&Verb::List) {
-        verbs.push(Verb::Watch);
-    }
     verbs.sort();
     verbs.dedup();
     verbs
@@ -362,5 +371,30 @@ mod tests {
             subresources(&parent),
             [Subresource::Status, Subresource::CreateOnly(0)]
         );
+    }
+
+    #[test]
+    fn listed_verbs_leave_out_paths_and_watch() {
+        // componentstatuses: get and list, no watch.
+        let mut d = def(false, true, false);
+        d.verbs = vec!["get".into(), "list".into()];
+        let e = endpoints(&d);
+        assert_eq!(verbs(&e, None), [Verb::Get, Verb::List]);
+        assert!(e
+            .iter()
+            .all(|x| !matches!(x.kind, PathKind::WatchCollection | PathKind::WatchObject)));
+        // Subresources keep their own operations.
+        assert_eq!(
+            verbs(&e, Some(Subresource::Status)),
+            [Verb::Get, Verb::Patch, Verb::Update]
+        );
+        // namespaces: everything but deletecollection.
+        d.verbs = [
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert!(!verbs(&endpoints(&d), None).contains(&Verb::DeleteCollection));
+        assert!(serves(&d, Verb::Watch) && !serves(&d, Verb::DeleteCollection));
     }
 }

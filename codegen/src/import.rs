@@ -43,6 +43,7 @@ const KIND_KEYS: &[&str] = &[
     "additionalPrinterColumns",
     "selectableFields",
     "protobuf",
+    "omitSubresources",
 ];
 
 /// Keys of upstream schemas that are documentation or that our model has no use for.
@@ -142,6 +143,9 @@ struct Entry {
     subresources: Map<String, Value>,
     printer_columns: Option<Value>,
     selectable_fields: Vec<String>,
+    /// Upstream subresources this server does not serve (those that reach a kubelet or
+    /// a node: `exec`, `log`, `proxy`, ...): left out of the definition.
+    omit_subresources: Vec<String>,
     /// `protobuf: false`: import without field numbers (JSON and YAML only), for kinds
     /// whose messages embed another message, which the protobuf codec cannot map yet.
     protobuf: bool,
@@ -324,6 +328,7 @@ fn parse_selection(file: &str, text: &str, diags: &mut Diagnostics) -> Option<Se
                 .get_node("additionalPrinterColumns")
                 .map(crate::load::yaml::to_json),
             selectable_fields: list_of("selectableFields", diags),
+            omit_subresources: list_of("omitSubresources", diags),
             protobuf: match m
                 .get_node("protobuf")
                 .map(|n| (n, n.as_scalar().map(|s| s.as_str())))
@@ -383,8 +388,66 @@ impl Doc {
     }
 }
 
-/// The fields of one protobuf message: name → number.
-type Message = BTreeMap<String, u32>;
+/// One field of a protobuf message.
+#[derive(Clone, Debug, PartialEq)]
+struct ProtoField {
+    num: u32,
+    /// The field's type as written (`string`, `VolumeSource`,
+    /// `k8s.io.apimachinery.pkg.apis.meta.v1.Time`, `map<string, string>`).
+    type_: String,
+}
+
+/// One protobuf message: its package and its fields by name.
+#[derive(Clone, Debug, Default)]
+struct Message {
+    package: String,
+    fields: BTreeMap<String, ProtoField>,
+}
+
+impl Message {
+    /// The number of the field carrying the JSON property `prop`: go-to-protobuf names
+    /// fields after the Go field (`UID` → `uID`), JSON after its tag (`uid`), so the
+    /// exact name, else the one field matching in any case.
+    fn number_of(&self, prop: &str) -> Option<u32> {
+        if let Some(f) = self.fields.get(prop) {
+            return Some(f.num);
+        }
+        let mut same = self
+            .fields
+            .iter()
+            .filter(|(f, _)| f.eq_ignore_ascii_case(prop));
+        match (same.next(), same.next()) {
+            (Some((_, f)), None) => Some(f.num),
+            _ => None,
+        }
+    }
+
+    /// The Go-embedded messages among the fields: those of a message type that carry no
+    /// JSON property of the object (`json`), whose fields Go's JSON flattens into it
+    /// (`optional VolumeSource volumeSource = 2`, `optional ProbeHandler handler = 1`).
+    /// Each as (number, package, message name).
+    fn embedded(&self, json: &[String]) -> Vec<(u32, String, String)> {
+        const SCALARS: &[&str] = &[
+            "string", "bytes", "bool", "int32", "int64", "uint32", "uint64", "sint32", "sint64",
+            "fixed32", "fixed64", "sfixed32", "sfixed64", "double", "float",
+        ];
+        self.fields
+            .iter()
+            .filter(|(name, f)| {
+                !SCALARS.contains(&f.type_.as_str())
+                    && !f.type_.starts_with("map<")
+                    && !json.iter().any(|j| j.eq_ignore_ascii_case(name))
+            })
+            .map(|(_, f)| {
+                let (package, message) = match f.type_.rsplit_once('.') {
+                    Some((p, m)) => (p.trim_start_matches('.').to_string(), m.to_string()),
+                    None => (self.package.clone(), f.type_.clone()),
+                };
+                (f.num, package, message)
+            })
+            .collect()
+    }
+}
 
 struct Importer<'a> {
     label: String,
@@ -408,11 +471,12 @@ fn top_location(file: &str) -> Location {
 /// top-level messages, one field per line).
 fn parse_proto(file: &str, text: &str) -> Result<HashMap<String, Message>, Diagnostic> {
     let field = regex::Regex::new(
-        r"^\s*(?:optional|repeated)?\s*(?:map<[^>]+>|[.\w]+)\s+(\w+)\s*=\s*(\d+)\s*(?:\[[^\]]*\])?\s*;",
+        r"^\s*(?:optional|repeated)?\s*(map<[^>]+>|[.\w]+)\s+(\w+)\s*=\s*(\d+)\s*(?:\[[^\]]*\])?\s*;",
     )
     .map_err(|e| Diagnostic::new(top_location(file), e.to_string()))?;
     let mut messages = HashMap::new();
     let mut current: Option<(String, Message)> = None;
+    let mut package = String::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.split("//").next().unwrap_or_default().trim();
         let at = || Location {
@@ -423,17 +487,23 @@ fn parse_proto(file: &str, text: &str) -> Result<HashMap<String, Message>, Diagn
         if line.is_empty() {
             continue;
         }
-        if let Some(rest) = line.strip_prefix("message ") {
+        if let Some(rest) = line.strip_prefix("package ") {
+            package = rest.trim_end_matches(';').trim().to_string();
+        } else if let Some(rest) = line.strip_prefix("message ") {
             if current.is_some() {
                 return Err(Diagnostic::new(at(), "nested messages are not supported"));
             }
             let name = rest.trim_end_matches('{').trim().to_string();
-            current = Some((name, Message::new()));
+            let message = Message {
+                package: package.clone(),
+                fields: BTreeMap::new(),
+            };
+            current = Some((name, message));
         } else if line == "}" {
             if let Some((name, fields)) = current.take() {
                 messages.insert(name, fields);
             }
-        } else if let Some((_, fields)) = current.as_mut() {
+        } else if let Some((_, message)) = current.as_mut() {
             if line.starts_with("option ") || line.starts_with("reserved ") {
                 continue;
             }
@@ -443,10 +513,13 @@ fn parse_proto(file: &str, text: &str) -> Result<HashMap<String, Message>, Diagn
                     format!("cannot read this field: `{line}`"),
                 ));
             };
-            let number = c[2]
+            let num = c[3]
                 .parse()
                 .map_err(|_| Diagnostic::new(at(), "field number out of range"))?;
-            fields.insert(c[1].to_string(), number);
+            let type_ = c[1].to_string();
+            message
+                .fields
+                .insert(c[2].to_string(), ProtoField { num, type_ });
         }
     }
     if current.is_some() {
@@ -513,6 +586,17 @@ impl Importer<'_> {
                 format!("`{component}` has no protobuf package (not an io.k8s name)"),
             ));
         };
+        self.message_in(&package, &name, at)
+    }
+
+    /// The message `name` of the proto package `package` (`k8s.io.api.core.v1`).
+    fn message_in(
+        &mut self,
+        package: &str,
+        name: &str,
+        at: &Location,
+    ) -> Result<Message, Diagnostic> {
+        let package = package.to_string();
         if !self.protos.contains_key(&package) {
             let rel = format!(
                 "proto/k8s.io/{}/generated.proto",
@@ -530,7 +614,7 @@ impl Importer<'_> {
         }
         match &self.protos[&package] {
             Err(d) => Err(d.clone()),
-            Ok(messages) => messages.get(&name).cloned().ok_or_else(|| {
+            Ok(messages) => messages.get(name).cloned().ok_or_else(|| {
                 Diagnostic::new(
                     at.clone(),
                     format!("no protobuf message `{name}` in package {package}"),
@@ -676,6 +760,9 @@ impl Importer<'_> {
         if shape.create_only {
             m.insert("createOnly".into(), true.into());
         }
+        if !shape.verbs.is_empty() {
+            m.insert("verbs".into(), shape.verbs.clone().into());
+        }
         m.insert("openAPIPrefix".into(), prefix_of(&component).into());
         if !e.short_names.is_empty() {
             m.insert("shortNames".into(), e.short_names.clone().into());
@@ -795,6 +882,7 @@ impl Importer<'_> {
             plural: plural.clone(),
             namespaced,
             create_only: false,
+            verbs: Vec::new(),
             subresources: BTreeMap::new(),
         };
         for (path, item) in &paths {
@@ -806,7 +894,7 @@ impl Importer<'_> {
             let [p, "{name}", sub] = segs.as_slice() else {
                 continue;
             };
-            if *p != plural {
+            if *p != plural || e.omit_subresources.iter().any(|o| o == sub) {
                 continue;
             }
             let Some(item) = item.as_object() else {
@@ -847,6 +935,20 @@ impl Importer<'_> {
             };
             shape.subresources.insert(sub.to_string(), sub_kind);
         }
+        for o in &e.omit_subresources {
+            let served = paths.keys().any(|path| {
+                path.strip_prefix(&prefix).is_some_and(|rest| {
+                    let rest = rest.strip_prefix("namespaces/{namespace}/").unwrap_or(rest);
+                    rest == format!("{plural}/{{name}}/{o}")
+                })
+            });
+            if !served {
+                return Err(Diagnostic::new(
+                    e.at.clone(),
+                    format!("upstream {plural} has no subresource `{o}` to omit"),
+                ));
+            }
+        }
         let verbs: Vec<&str> = verbs.iter().map(String::as_str).collect();
         if verbs == ["create"] {
             shape.create_only = true;
@@ -857,14 +959,7 @@ impl Importer<'_> {
                 ));
             }
         } else if verbs != crate::endpoints::Verb::ALL.map(crate::endpoints::Verb::as_str) {
-            return Err(Diagnostic::new(
-                e.at.clone(),
-                format!(
-                    "upstream serves {} with verbs [{}]; definitions describe all verbs or create alone",
-                    e.kind,
-                    verbs.join(", ")
-                ),
-            ));
+            shape.verbs = verbs.iter().map(|v| v.to_string()).collect();
         }
         Ok(shape)
     }
@@ -935,9 +1030,9 @@ impl Importer<'_> {
         let message = if self.numbered {
             self.message(name, &at)?
         } else {
-            Message::new()
+            Message::default()
         };
-        if self.numbered && top && message.get("metadata") != Some(&1) {
+        if self.numbered && top && message.number_of("metadata") != Some(1) {
             return Err(Diagnostic::new(
                 at,
                 format!("the protobuf message of `{name}` does not have metadata as field 1"),
@@ -949,37 +1044,42 @@ impl Importer<'_> {
             match k.as_str() {
                 "properties" => {
                     let mut props = Map::new();
+                    let json_props: Vec<String> = v
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .map(|(k, _)| k.clone())
+                        .collect();
                     for (prop, p) in v.as_object().into_iter().flatten() {
                         if top && ["apiVersion", "kind", "metadata"].contains(&prop.as_str()) {
                             continue;
                         }
                         let here = format!("{name}.{prop}");
-                        // go-to-protobuf names fields after the Go field (`UID` → `uID`),
-                        // JSON after its tag (`uid`): exact, else the one matching in any case.
-                        let num = message.get(prop).or_else(|| {
-                            let mut same = message
-                                .iter()
-                                .filter(|(f, _)| f.eq_ignore_ascii_case(prop))
-                                .map(|(_, n)| n);
-                            match (same.next(), same.next()) {
-                                (Some(n), None) => Some(n),
-                                _ => None,
+                        let (via, num) = match message.number_of(prop) {
+                            Some(n) => (Vec::new(), Some(n)),
+                            None if !self.numbered => (Vec::new(), None),
+                            // TypeMeta of an object nested whole (a StatefulSet's claim
+                            // templates) travels in no protobuf field.
+                            None if ["apiVersion", "kind"].contains(&prop.as_str()) => {
+                                (Vec::new(), None)
                             }
-                        });
-                        let num = match num {
-                            Some(n) => Some(*n),
-                            None if !self.numbered => None,
-                            None => {
-                                return Err(Diagnostic::new(
-                                    at.clone(),
-                                    format!("`{here}` has no field in the protobuf message"),
-                                )
-                                .with_help("a Go-embedded message has no field of its own; `protobuf: false` on the kind imports it for JSON and YAML only"))
-                            }
+                            None => match self.embedded_field(&message, prop, &json_props, &at, 0) {
+                                Some((via, n)) => (via, Some(n)),
+                                None => {
+                                    return Err(Diagnostic::new(
+                                        at.clone(),
+                                        format!("`{here}` has no field in the protobuf message"),
+                                    )
+                                    .with_help("`protobuf: false` on the kind imports it for JSON and YAML only"))
+                                }
+                            },
                         };
                         let mut s = self.property(doc_file, p, &here, &at, stack)?;
                         if let (Some(o), Some(num)) = (s.as_object_mut(), num) {
                             o.insert("x-protobuf-field".into(), Value::from(num));
+                            if !via.is_empty() {
+                                o.insert("x-protobuf-embedded".into(), Value::from(via));
+                            }
                         }
                         props.insert(prop.clone(), s);
                     }
@@ -1017,6 +1117,37 @@ impl Importer<'_> {
             .or_insert_with(|| Value::String("object".into()));
         stack.pop();
         Ok(Value::Object(out))
+    }
+
+    /// Where the JSON property `prop`, not a field of `message` itself, is carried: in a
+    /// Go-embedded message, whose fields Go's JSON flattens into the parent (a Volume's
+    /// VolumeSource). The embedded fields' numbers, outermost first, and its own number.
+    fn embedded_field(
+        &mut self,
+        message: &Message,
+        prop: &str,
+        json: &[String],
+        at: &Location,
+        depth: usize,
+    ) -> Option<(Vec<u32>, u32)> {
+        // Upstream embeds at most two deep (NamedRuleWithOperations → RuleWithOperations
+        // → Rule); the bound only stops a malformed proto file from looping.
+        if depth > 4 {
+            return None;
+        }
+        for (num, package, name) in message.embedded(json) {
+            let Ok(inner) = self.message_in(&package, &name, at) else {
+                continue;
+            };
+            if let Some(n) = inner.number_of(prop) {
+                return Some((vec![num], n));
+            }
+            if let Some((mut via, n)) = self.embedded_field(&inner, prop, json, at, depth + 1) {
+                via.insert(0, num);
+                return Some((via, n));
+            }
+        }
+        None
     }
 
     /// One property (or items / additionalProperties) schema, `$ref`s resolved.
@@ -1101,11 +1232,24 @@ impl Importer<'_> {
                 format!("no component schema `{name}`"),
             ));
         };
-        if name == "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" {
-            return Err(Diagnostic::new(
-                at,
-                "nested ObjectMeta (an embedded object) is not imported yet",
-            ));
+        // Arbitrary JSON carried as JSON bytes in protobuf (managedFields' fieldsV1, a
+        // ControllerRevision's data).
+        if [
+            "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
+            "io.k8s.apimachinery.pkg.runtime.RawExtension",
+        ]
+        .contains(&name)
+        {
+            let mut s = Map::new();
+            s.insert("type".into(), Value::String("object".into()));
+            s.insert(
+                "x-kubernetes-preserve-unknown-fields".into(),
+                Value::Bool(true),
+            );
+            if self.numbered {
+                s.insert("x-protobuf-raw-json".into(), Value::Bool(true));
+            }
+            return Ok(Component::Scalar(s));
         }
         if c.contains_key("properties") || c.get("type") == Some(&Value::String("object".into())) {
             return Ok(Component::Object);
@@ -1178,6 +1322,8 @@ struct RestShape {
     plural: String,
     namespaced: bool,
     create_only: bool,
+    /// The verbs served, when not all of them (and not create alone).
+    verbs: Vec<String>,
     subresources: BTreeMap<String, UpstreamSub>,
 }
 
@@ -1189,9 +1335,11 @@ mod tests {
     fn proto_fields_are_read_and_bad_lines_named() {
         let text = "syntax = \"proto2\";\npackage k8s.io.api.x.v1;\n// A message.\nmessage A {\n  // a comment = 3;\n  optional string name = 1;\n  repeated B items = 2;\n  map<string, ExtraValue> extra = 5;\n}\n";
         let m = parse_proto("x.proto", text).expect("parses");
-        assert_eq!(m["A"]["name"], 1);
-        assert_eq!(m["A"]["items"], 2);
-        assert_eq!(m["A"]["extra"], 5);
+        assert_eq!(m["A"].number_of("name"), Some(1));
+        assert_eq!(m["A"].number_of("items"), Some(2));
+        assert_eq!(m["A"].fields["items"].type_, "B");
+        assert_eq!(m["A"].number_of("extra"), Some(5));
+        assert_eq!(m["A"].package, "k8s.io.api.x.v1");
         let err = parse_proto("x.proto", "message A {\n  what is this\n}\n").unwrap_err();
         assert_eq!(
             (err.location.line, err.message.contains("cannot read")),

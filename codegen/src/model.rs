@@ -79,6 +79,11 @@ pub struct ResourceDef {
     /// group. Built-in kinds name upstream's (`io.k8s.api.rbac.v1`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_api_prefix: Option<String>,
+    /// The verbs the kind serves, when not all of them (`verbs: [get, list]`, as
+    /// upstream's componentstatuses; namespaces have no `deletecollection`). Empty: every
+    /// verb. `watch` is served only where it is listed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verbs: Vec<String>,
 }
 
 /// Which definition format a resource came from.
@@ -201,6 +206,7 @@ impl CreateOnlySubresource {
             strategy: Some(self.strategy.clone()),
             create_only: true,
             open_api_prefix: self.open_api_prefix.clone(),
+            verbs: vec![],
         }
     }
 }
@@ -306,6 +312,14 @@ pub struct Schema {
     pub patch_merge_key: Option<String>,
     /// Field number in the kind's protobuf message (`x-protobuf-field`), when it has one.
     pub protobuf_field: Option<u32>,
+    /// `x-protobuf-embedded`: the property belongs to a Go-embedded message, whose JSON
+    /// fields are flattened into the parent object (a Volume's VolumeSource). The field
+    /// numbers of the messages that carry it, outermost first; `protobuf_field` is its
+    /// number inside the innermost one.
+    pub protobuf_embedded: Vec<u32>,
+    /// `x-protobuf-raw-json`: a message `{1 bytes}` whose bytes are JSON text (FieldsV1,
+    /// RawExtension).
+    pub protobuf_raw_json: bool,
 }
 
 impl Schema {
@@ -461,6 +475,15 @@ impl Schema {
             if let Some(n) = self.protobuf_field {
                 m.insert("x-protobuf-field".into(), n.into());
             }
+            if !self.protobuf_embedded.is_empty() {
+                m.insert(
+                    "x-protobuf-embedded".into(),
+                    self.protobuf_embedded.clone().into(),
+                );
+            }
+            if self.protobuf_raw_json {
+                m.insert("x-protobuf-raw-json".into(), Value::Bool(true));
+            }
         }
         Value::Object(m)
     }
@@ -609,6 +632,17 @@ impl Schema {
                             .ok_or_else(|| format!("{path}.{k}: must be a field number"))?,
                     )
                 }
+                "x-protobuf-embedded" => {
+                    s.protobuf_embedded = v
+                        .as_array()
+                        .and_then(|a| {
+                            a.iter()
+                                .map(|n| n.as_u64().and_then(|n| u32::try_from(n).ok()))
+                                .collect()
+                        })
+                        .ok_or_else(|| format!("{path}.{k}: must be a list of field numbers"))?
+                }
+                "x-protobuf-raw-json" => s.protobuf_raw_json = flag(k, v)?,
                 other => return Err(format!("{path}: unsupported keyword `{other}`")),
             }
         }

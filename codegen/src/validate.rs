@@ -580,15 +580,16 @@ fn check_value_validation(
     }
 }
 
-/// Field numbers must be unique per message; at the top level 1 is `metadata`.
+/// Field numbers must be unique per message (a Go-embedded message is one of its own);
+/// at the top level 1 is `metadata`.
 fn check_protobuf_fields(s: &Schema, fallback: &Location, top: bool, diags: &mut Diagnostics) {
-    let mut seen: BTreeMap<u32, &str> = BTreeMap::new();
+    let mut seen: BTreeMap<(&[u32], u32), &str> = BTreeMap::new();
     if top {
-        seen.insert(1, "metadata");
+        seen.insert((&[], 1), "metadata");
     }
     for (name, prop) in &s.properties {
         if let Some(n) = prop.protobuf_field {
-            if let Some(prev) = seen.insert(n, name) {
+            if let Some(prev) = seen.insert((prop.protobuf_embedded.as_slice(), n), name) {
                 let at = prop.location.clone().unwrap_or_else(|| fallback.clone());
                 diags.push(
                     Diagnostic::new(

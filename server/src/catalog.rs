@@ -235,6 +235,7 @@ pub(crate) fn test_resource(schema: serde_json::Value) -> ApiResource {
         strategy: None,
         create_only: false,
         open_api_prefix: None,
+        verbs: vec![],
     })
     .expect("the test definition is valid");
     res.schema = schema;
@@ -507,7 +508,8 @@ mod tests {
             .map(|r| r.def.plural.clone())
             .collect();
         assert_eq!(all, ["gadgets", "widgets"]);
-        assert!(c.get("", "v1", "pods").is_none());
+        assert_eq!(c.get("", "v1", "pods").unwrap().def.kind, "Pod");
+        assert!(c.get("", "v1", "bananas").is_none());
     }
 
     #[test]

@@ -86,7 +86,12 @@ fn module_of_file(file: &str) -> String {
 
 pub fn emit_types(defs: &[ResourceDef]) -> TokenStream {
     let mut by_module: BTreeMap<String, Vec<TokenStream>> = BTreeMap::new();
-    for d in defs.iter().filter(|d| d.origin == Origin::Yaml) {
+    // Kubernetes' built-in kinds have their Rust types in k8s-openapi, which clients use;
+    // a second copy of the hundreds of structs under Pod would only slow every build.
+    for d in defs
+        .iter()
+        .filter(|d| d.origin == Origin::Yaml && !d.builtin)
+    {
         let module = if d.group.is_empty() {
             format!("core_{}", d.version)
         } else {
@@ -116,8 +121,9 @@ pub fn emit_types(defs: &[ResourceDef]) -> TokenStream {
         }
     });
     quote! {
-        //! Typed Rust for the YAML definitions (serde + schemars). Object metadata is the
-        //! API machinery's and is not part of these structs.
+        //! Typed Rust for the YAML definitions of custom kinds (serde + schemars); the
+        //! built-in kinds' are k8s-openapi's. Object metadata is the API machinery's and
+        //! is not part of these structs.
         #(#modules)*
     }
 }

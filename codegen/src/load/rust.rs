@@ -95,6 +95,7 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Vec<ResourceDef>
             strategy: None,
             create_only: false,
             open_api_prefix: None,
+            verbs: vec![],
         });
     }
     out

@@ -29,6 +29,7 @@ const TOP_KEYS: &[&str] = &[
     "strategy",
     "createOnly",
     "openAPIPrefix",
+    "verbs",
 ];
 const SCHEMA_KEYS: &[&str] = &[
     "type",
@@ -71,6 +72,8 @@ const SCHEMA_KEYS: &[&str] = &[
     "x-kubernetes-patch-strategy",
     "x-kubernetes-patch-merge-key",
     "x-protobuf-field",
+    "x-protobuf-embedded",
+    "x-protobuf-raw-json",
 ];
 const SUBRESOURCE_KEYS: &[&str] = &["status", "scale", "createOnly"];
 const CREATE_ONLY_SUBRESOURCE_KEYS: &[&str] = &[
@@ -211,6 +214,10 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
         .get_node("selectableFields")
         .map(|n| cx.selectable_fields(n, diags))
         .unwrap_or_default();
+    let verbs = map
+        .get_node("verbs")
+        .map(|n| cx.verbs(n, diags))
+        .unwrap_or_default();
     let printer_columns = map
         .get_node("additionalPrinterColumns")
         .map(|n| cx.printer_columns(n, diags))
@@ -254,6 +261,7 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
         strategy,
         create_only,
         open_api_prefix,
+        verbs,
     })
 }
 
@@ -568,10 +576,69 @@ impl Cx<'_> {
                         ),
                     }
                 }
+                "x-protobuf-embedded" => {
+                    let Some(list) = v.as_sequence() else {
+                        diags.push(Diagnostic::new(
+                            self.loc(v.span()),
+                            "`x-protobuf-embedded` must be a list of field numbers",
+                        ));
+                        continue;
+                    };
+                    s.protobuf_embedded = list
+                        .iter()
+                        .filter_map(|n| {
+                            let x = self.scalar(n, k.as_str(), "a field number", diags)?;
+                            let num = x.as_u32().filter(|&n| n > 0);
+                            if num.is_none() {
+                                diags.push(Diagnostic::new(
+                                    self.loc(n.span()),
+                                    "`x-protobuf-embedded` lists positive field numbers",
+                                ));
+                            }
+                            num
+                        })
+                        .collect();
+                }
+                "x-protobuf-raw-json" => s.protobuf_raw_json = self.flag(v, k.as_str(), diags),
                 _ => {} // reported by check_keys
             }
         }
         s
+    }
+
+    /// `verbs:`, each one of [`crate::endpoints::Verb::ALL`], none twice.
+    fn verbs(&self, node: &Node, diags: &mut Diagnostics) -> Vec<String> {
+        let list = self.string_list(node, "verbs", diags);
+        let names = crate::endpoints::Verb::ALL.map(crate::endpoints::Verb::as_str);
+        let mut out: Vec<String> = Vec::new();
+        let listed = list.len();
+        for v in list {
+            if !names.contains(&v.as_str()) {
+                let help = match suggest(&v, &names) {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None => format!("one of {}", names.join(", ")),
+                };
+                diags.push(
+                    Diagnostic::new(self.loc(node.span()), format!("unknown verb `{v}`"))
+                        .with_help(help),
+                );
+            } else if out.contains(&v) {
+                diags.push(Diagnostic::new(
+                    self.loc(node.span()),
+                    format!("verb `{v}` is listed twice"),
+                ));
+            } else {
+                out.push(v);
+            }
+        }
+        if listed == 0 {
+            diags.push(
+                Diagnostic::new(self.loc(node.span()), "`verbs` lists no verb")
+                    .with_help("leave `verbs` out to serve every verb"),
+            );
+        }
+        out.sort();
+        out
     }
 
     fn subresources(&self, node: &Node, diags: &mut Diagnostics) -> Subresources {

@@ -203,6 +203,7 @@ pub fn definitions(crd: &Value) -> Result<Vec<ResourceDef>, Vec<StatusCause>> {
             strategy: None,
             create_only: false,
             open_api_prefix: None,
+            verbs: vec![],
         });
     }
     let mut diags = codegen::Diagnostics::default();

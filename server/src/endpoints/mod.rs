@@ -63,9 +63,14 @@ impl RequestScope {
             .iter()
             .find(|o| o.method.eq_ignore_ascii_case(method))
             .ok_or_else(ApiError::method_not_allowed)?;
-        // A list path serves watches too (`?watch=true`).
+        // A list path serves watches too (`?watch=true`), where the kind serves watch.
         let verb = match (operation.verb, info.resource_verb()) {
-            (Verb::List, Some(Verb::Watch)) => Verb::Watch,
+            (Verb::List, Some(Verb::Watch))
+                if codegen::endpoints::serves(&resource.def, Verb::Watch) =>
+            {
+                Verb::Watch
+            }
+            (Verb::List, Some(Verb::Watch)) => return Err(ApiError::method_not_allowed()),
             (v, _) => v,
         };
         let subresource = match kind {

@@ -6,7 +6,7 @@ use serde_json::{Map, Number, Value};
 
 use super::error::{check_depth, schema_error, Op, ProtobufError};
 use super::path::{Path, Seg};
-use super::schema::{classify, message_props, top_level_props, Kind, Prop};
+use super::schema::{classify, embedded_props, message_props, top_level_props, Kind, Prop};
 use super::wire::{Field, Reader, Wire, WT_LEN};
 
 /// Decodes an object message (`raw` of the envelope) into its JSON fields.
@@ -66,9 +66,27 @@ fn decode_message(
 ) -> Result<Map<String, Value>, ProtobufError> {
     check_depth(depth)?;
     let mut slots: Vec<Slot> = props.iter().map(|_| Slot::default()).collect();
+    // Fields of Go-embedded messages, flattened into this object.
+    let mut embedded = Map::new();
     let mut r = Reader::new(data, base);
     while let Some(f) = r.next_field()? {
-        let Some(i) = props.iter().position(|p| p.num == f.num) else {
+        let Some(i) = props
+            .iter()
+            .position(|p| p.via.is_empty() && p.num == f.num)
+        else {
+            let inner = embedded_props(props, f.num);
+            if !inner.is_empty() {
+                let (data, offset) = f.len_data(path)?;
+                let fields = decode_message(data, offset, &inner, path, depth + 1)?;
+                for (k, v) in fields {
+                    match embedded.get_mut(&k) {
+                        Some(existing) => merge(existing, v),
+                        None => {
+                            embedded.insert(k, v);
+                        }
+                    }
+                }
+            }
             continue;
         };
         let (Some(prop), Some(slot)) = (props.get(i), slots.get_mut(i)) else {
@@ -83,6 +101,12 @@ fn decode_message(
     }
     let mut out = Map::new();
     for (prop, slot) in props.iter().zip(slots) {
+        if !prop.via.is_empty() {
+            if let Some(v) = embedded.remove(prop.name) {
+                out.insert(prop.name.to_owned(), v);
+            }
+            continue;
+        }
         let Ok(kind) = prop.kind else { continue };
         let Some(value) = slot.finish(kind) else {
             continue;

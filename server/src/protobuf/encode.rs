@@ -7,7 +7,9 @@ use serde_json::{Map, Value};
 use super::envelope::envelope;
 use super::error::{check_depth, schema_error, Op, ProtobufError};
 use super::path::{Path, Seg};
-use super::schema::{classify, message_props, top_level_props, Kind, Prop};
+use super::schema::{
+    classify, embedded_numbers, embedded_props, message_props, top_level_props, Kind, Prop,
+};
 use super::wire::{put_len, put_tag, put_uvarint_field, WT_FIXED32, WT_FIXED64};
 
 /// The object's message alone (no magic, no envelope): what a List's `items` and
@@ -69,9 +71,15 @@ fn encode_message(
     out: &mut Vec<u8>,
 ) -> Result<(), ProtobufError> {
     check_depth(depth)?;
-    let mut ordered: Vec<&Prop<'_>> = props.iter().collect();
+    let mut ordered: Vec<&Prop<'_>> = props.iter().filter(|p| p.via.is_empty()).collect();
     ordered.sort_by_key(|p| p.num);
+    // Go-embedded messages (always written, as Go writes a non-pointer struct), in field
+    // order with the message's own fields.
+    let mut embedded = embedded_numbers(props).into_iter().peekable();
     for prop in ordered {
+        while let Some(num) = embedded.next_if(|&n| n < prop.num) {
+            encode_embedded(obj, props, num, path, depth, out)?;
+        }
         let Some(value) = obj.get(prop.name).filter(|v| !v.is_null()) else {
             continue;
         };
@@ -82,6 +90,25 @@ fn encode_message(
             .map_err(|reason| schema_error(Op::Encode, &fpath, reason.as_str()))?;
         encode_field(prop.num, value, *kind, &fpath, depth, out)?;
     }
+    for num in embedded {
+        encode_embedded(obj, props, num, path, depth, out)?;
+    }
+    Ok(())
+}
+
+/// Writes field `num`, a Go-embedded message, from the flattened fields of `obj`.
+fn encode_embedded(
+    obj: &Map<String, Value>,
+    props: &[Prop<'_>],
+    num: u32,
+    path: &Path<'_>,
+    depth: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), ProtobufError> {
+    let inner = embedded_props(props, num);
+    let mut buf = Vec::new();
+    encode_message(obj, &inner, path, depth + 1, &mut buf)?;
+    put_len(out, num, &buf);
     Ok(())
 }
 

@@ -41,10 +41,13 @@
 //! and maps without elements. Numbers and booleans are kept as sent, since for pointer
 //! fields (`replicas: 0`, `immutable: false`) the zero value is meaningful.
 //!
-//! Two schema extensions are understood besides `x-protobuf-field` (the built-in
-//! `ObjectMeta` schema uses them): `x-protobuf-raw-json: true` marks a message
-//! `{1 bytes}` whose bytes are JSON text (`FieldsV1`), rendered as the parsed JSON, and
-//! `x-protobuf-omit-zero: true` drops a numeric `0` or `false` when decoding.
+//! Three schema extensions are understood besides `x-protobuf-field`:
+//! `x-protobuf-raw-json: true` marks a message `{1 bytes}` whose bytes are JSON text
+//! (`FieldsV1`, `RawExtension`), rendered as the parsed JSON;
+//! `x-protobuf-omit-zero: true` drops a numeric `0` or `false` when decoding; and
+//! `x-protobuf-embedded: [n, ...]` puts a property in a Go-embedded message (field `n`
+//! of the parent, and so on inward), whose JSON fields are flattened into the parent's
+//! object, as a Volume's VolumeSource fields sit beside its `name`.
 //!
 //! Layout: `wire` (primitives), `path` (error paths), `error`, `envelope`, `object_meta`,
 //! `schema` (schema to wire kinds), `decode`, `encode`, `watch` (stream frames).
@@ -78,6 +81,10 @@ pub const FIELD_EXT: &str = "x-protobuf-field";
 
 /// Schema extension marking a message `{1 bytes}` whose bytes are JSON text.
 pub const RAW_JSON_EXT: &str = "x-protobuf-raw-json";
+
+/// Schema extension on a property of a Go-embedded message, whose JSON fields are
+/// flattened into the parent: the field numbers of the messages that carry it.
+pub const EMBEDDED_EXT: &str = "x-protobuf-embedded";
 
 /// Schema extension dropping a decoded numeric `0` / `false` from the JSON.
 pub const OMIT_ZERO_EXT: &str = "x-protobuf-omit-zero";

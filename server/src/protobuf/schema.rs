@@ -7,7 +7,7 @@ use super::error::{schema_error, Op, ProtobufError};
 use super::object_meta::object_meta_schema;
 use super::path::{Path, Seg};
 use super::wire::{MAX_FIELD_NUMBER, WT_FIXED32, WT_FIXED64, WT_LEN, WT_VARINT};
-use super::{FIELD_EXT, OMIT_ZERO_EXT, RAW_JSON_EXT};
+use super::{EMBEDDED_EXT, FIELD_EXT, OMIT_ZERO_EXT, RAW_JSON_EXT};
 
 /// How a schema node maps to the wire.
 #[derive(Clone, Copy)]
@@ -128,9 +128,14 @@ fn object_kind(s: &Map<String, Value>) -> Result<Kind<'_>, String> {
 }
 
 /// One property of a message schema that has a field number.
+#[derive(Clone)]
 pub(super) struct Prop<'s> {
     pub(super) name: &'s str,
     pub(super) num: u32,
+    /// The Go-embedded messages that carry the property (`x-protobuf-embedded`): their
+    /// field numbers, outermost first; `num` is its number in the innermost. Empty: a
+    /// field of the message itself.
+    pub(super) via: Vec<u32>,
     /// The property's kind, or why it has none (reported only if the field is used).
     pub(super) kind: Result<Kind<'s>, String>,
     /// Drop `""` when decoding (not required, not nullable).
@@ -151,6 +156,7 @@ pub(super) fn message_props<'s>(
             name: "metadata",
             num: 1,
             kind: classify(object_meta_schema()),
+            via: Vec::new(),
             omit_empty_string: false,
             omit_zero: false,
         });
@@ -179,7 +185,22 @@ pub(super) fn message_props<'s>(
             .filter(|n| (1..=MAX_FIELD_NUMBER).contains(n))
             .and_then(|n| u32::try_from(n).ok())
             .ok_or_else(|| schema_error(op, &ppath, format!("invalid {FIELD_EXT} {num}")))?;
-        if let Some(other) = props.iter().find(|p| p.num == num) {
+        let via = match prop.get(EMBEDDED_EXT) {
+            None => Vec::new(),
+            Some(list) => list
+                .as_array()
+                .and_then(|l| {
+                    l.iter()
+                        .map(|n| {
+                            n.as_u64()
+                                .filter(|n| (1..=MAX_FIELD_NUMBER).contains(n))
+                                .and_then(|n| u32::try_from(n).ok())
+                        })
+                        .collect::<Option<Vec<u32>>>()
+                })
+                .ok_or_else(|| schema_error(op, &ppath, format!("invalid {EMBEDDED_EXT}")))?,
+        };
+        if let Some(other) = props.iter().find(|p| p.num == num && p.via == via) {
             let reason = format!("field number {num} is also used by {}", other.name);
             return Err(schema_error(op, &ppath, reason));
         }
@@ -191,6 +212,7 @@ pub(super) fn message_props<'s>(
         props.push(Prop {
             name,
             num,
+            via,
             kind,
             omit_empty_string,
             omit_zero,
@@ -206,4 +228,29 @@ pub(super) fn top_level_props(schema: &Value, op: Op) -> Result<Vec<Prop<'_>>, P
         Ok(_) => Err(schema_error(op, &root, "top-level schema is not an object")),
         Err(reason) => Err(schema_error(op, &root, reason)),
     }
+}
+
+/// The properties carried by the embedded message that is field `num` of a message with
+/// `props`, as that message's own (one level of `via` taken off). Empty when `num` is
+/// not an embedded message.
+pub(super) fn embedded_props<'s>(props: &[Prop<'s>], num: u32) -> Vec<Prop<'s>> {
+    props
+        .iter()
+        .filter(|p| p.via.first() == Some(&num))
+        .map(|p| Prop {
+            via: p.via[1..].to_vec(),
+            ..p.clone()
+        })
+        .collect()
+}
+
+/// The field numbers of the embedded messages directly inside a message with `props`.
+pub(super) fn embedded_numbers(props: &[Prop<'_>]) -> Vec<u32> {
+    let mut nums: Vec<u32> = props
+        .iter()
+        .filter_map(|p| p.via.first().copied())
+        .collect();
+    nums.sort_unstable();
+    nums.dedup();
+    nums
 }

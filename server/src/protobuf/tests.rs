@@ -1001,3 +1001,46 @@ fn extra_values_are_wrapped_string_lists() {
     let expected = Pb::new().msg(1, Pb::new().str(1, "x")).msg(2, spec);
     assert_eq!(raw, expected.0);
 }
+
+/// A Volume-like item: `name` is its own field 1, `hostPath` sits in the Go-embedded
+/// message at field 2 (VolumeSource), `apiGroups` two embeddings deep (field 3, then 2),
+/// as NamedRuleWithOperations → RuleWithOperations → Rule.
+fn embedded_schema() -> Value {
+    json!({"type": "object", "properties": {
+        "items": {"type": "array", "x-protobuf-field": 2, "items": {"type": "object", "properties": {
+            "name": {"type": "string", "x-protobuf-field": 1},
+            "hostPath": {"type": "object", "x-protobuf-field": 1, "x-protobuf-embedded": [2],
+                "properties": {"path": {"type": "string", "x-protobuf-field": 1}}},
+            "emptyDir": {"type": "object", "x-protobuf-field": 2, "x-protobuf-embedded": [2],
+                "properties": {"medium": {"type": "string", "x-protobuf-field": 1}}},
+            "apiGroups": {"type": "array", "items": {"type": "string"},
+                "x-protobuf-field": 1, "x-protobuf-embedded": [3, 2]}
+        }}}
+    }})
+}
+
+#[test]
+fn go_embedded_messages_carry_flattened_fields() {
+    let obj = json!({"items": [{"name": "v", "hostPath": {"path": "/d"}, "apiGroups": ["g"]}]});
+    // The item as Go writes it: name, then VolumeSource {hostPath {path}}, then
+    // RuleWithOperations {rule: Rule {apiGroups}}.
+    let mut path = Vec::new();
+    put_len(&mut path, 1, b"/d");
+    let mut source = Vec::new();
+    put_len(&mut source, 1, &path);
+    let mut rule = Vec::new();
+    put_len(&mut rule, 1, b"g");
+    let mut with_ops = Vec::new();
+    put_len(&mut with_ops, 2, &rule);
+    let mut item = Vec::new();
+    put_len(&mut item, 1, b"v");
+    put_len(&mut item, 2, &source);
+    put_len(&mut item, 3, &with_ops);
+    let mut expected = Vec::new();
+    put_len(&mut expected, 2, &item);
+
+    let schema = embedded_schema();
+    assert_eq!(encode_raw(&obj, &schema).unwrap(), expected);
+    let back = object_to_json(&expected, &schema).unwrap();
+    assert_eq!(Value::Object(back), obj);
+}
