@@ -121,6 +121,12 @@ impl Cacher {
         *self.progress.borrow()
     }
 
+    /// Waits until the cache has loaded (at once when it has; never when it keeps failing).
+    pub async fn wait_loaded(&self) {
+        let mut rx = self.progress.subscribe();
+        let _ = rx.wait_for(Option::is_some).await;
+    }
+
     /// Records that this server wrote `revision` under the prefix.
     pub fn note_write(&self, revision: u64) {
         self.written

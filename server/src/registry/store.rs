@@ -219,6 +219,23 @@ impl Store {
         self.storages.of(&res.def.group, &res.def.plural)
     }
 
+    /// Waits until every watch cache started so far has loaded (kube-apiserver's
+    /// `storage-readiness` post-start hook). At once without watch caches.
+    pub async fn wait_caches_loaded(&self) {
+        let Some(caches) = &self.caches else {
+            return;
+        };
+        let cachers: Vec<Arc<Cacher>> = caches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for cacher in cachers {
+            cacher.wait_loaded().await;
+        }
+    }
+
     /// Records a write this server made, so `resourceVersion=0` reads of the resource
     /// wait until its cache has it.
     fn wrote(&self, res: &ApiResource, revision: u64) {
