@@ -121,6 +121,12 @@ impl Cacher {
         *self.progress.borrow()
     }
 
+    /// How many objects the cache holds; `None` while it is (re)loading.
+    pub fn object_count(&self) -> Option<usize> {
+        self.revision()?;
+        Some(self.read().objects.len())
+    }
+
     /// Waits until the cache has loaded (at once when it has; never when it keeps failing).
     pub async fn wait_loaded(&self) {
         let mut rx = self.progress.subscribe();
