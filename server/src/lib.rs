@@ -20,6 +20,7 @@ pub mod endpoints;
 pub mod filters;
 #[rustfmt::skip]
 pub mod generated;
+pub mod metrics;
 pub mod openapi;
 pub mod openapi_v2_pb;
 pub mod options;

@@ -115,4 +115,6 @@ pub struct ApiState {
     pub storage: Arc<dyn Storage>,
     /// Set once the CRD controller has served every stored definition (a readiness check).
     pub crds_synced: Arc<std::sync::atomic::AtomicBool>,
+    /// The post-start hooks and shutdown state `/healthz`, `/livez` and `/readyz` report.
+    pub hooks: Arc<crate::server::health::Hooks>,
 }

@@ -97,7 +97,14 @@ pub async fn serve(
     } else {
         "application/json"
     };
+    let meter = crate::metrics::metrics().watch(
+        &res.def.group,
+        &res.def.version,
+        &res.def.plural,
+        &res.def.kind,
+    );
     let stream = WatchStream {
+        meter,
         initial_end_bookmark: w.send_initial_events && w.allow_bookmarks,
         bookmarks: w.allow_bookmarks.then(|| {
             let first = tokio::time::Instant::now() + BOOKMARK_INTERVAL;
@@ -126,6 +133,8 @@ pub async fn serve(
 /// The state of one watch response.
 struct WatchStream {
     watcher: Watcher,
+    /// Counts the events sent; the watcher is registered while the stream lives.
+    meter: crate::metrics::WatchMeter,
     encoder: Encoder,
     /// Send the `k8s.io/initial-events-end` bookmark once the initial events are out.
     initial_end_bookmark: bool,
@@ -138,6 +147,14 @@ struct WatchStream {
 impl WatchStream {
     /// The next frame to write; `None` ends the response (cleanly, as on timeout).
     async fn next_frame(&mut self) -> Option<Bytes> {
+        let frame = self.produce().await;
+        if frame.is_some() {
+            self.meter.event();
+        }
+        frame
+    }
+
+    async fn produce(&mut self) -> Option<Bytes> {
         if self.ended {
             return None;
         }

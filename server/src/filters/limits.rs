@@ -82,9 +82,11 @@ impl Drop for Held<'_> {
 /// limits and timeouts do not apply to them.
 fn is_exempt(info: &RequestInfo) -> bool {
     info.verb == "watch"
-        || ["/healthz", "/livez", "/readyz"]
-            .iter()
-            .any(|p| info.path == *p || info.path.starts_with(&format!("{p}/")))
+        || ["/healthz", "/livez", "/readyz"].iter().any(|p| {
+            info.path
+                .strip_prefix(p)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
 }
 
 fn is_mutating(info: &RequestInfo) -> bool {

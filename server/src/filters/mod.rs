@@ -22,7 +22,7 @@ use crate::endpoints::request_info::RequestInfo;
 use crate::endpoints::ApiState;
 use crate::openapi::{self, OpenApi};
 use crate::server::{chain, health};
-use crate::{discovery, docs};
+use crate::{discovery, docs, metrics};
 
 /// The request pipeline every worker serves, outermost first:
 ///
@@ -30,23 +30,26 @@ use crate::{discovery, docs};
 ///    becomes a 500 `Status` and the worker lives on;
 /// 2. [`request_info`]: parsed before anything that decides by what a request addresses
 ///    (logging and audit now; authentication, authorization and admission next);
-/// 3. [`log_requests`]: outside the error mapping, so it records the status the client
+/// 3. [`metrics::instrument`]: right after request info, so every answer is counted
+///    (refusals by the later filters too) under the labels the request info gives, with
+///    the status the client gets;
+/// 4. [`log_requests`]: outside the error mapping, so it records the status the client
 ///    gets;
-/// 4. [`errors_as_status`]: framework errors (oversized bodies, ...) become `Status`;
-/// 5. [`auth::authenticate`]: who is asking (401 for bad credentials), before anything
+/// 5. [`errors_as_status`]: framework errors (oversized bodies, ...) become `Status`;
+/// 6. [`auth::authenticate`]: who is asking (401 for bad credentials), before anything
 ///    that depends on the user;
-/// 6. [`audit::audit`] (only with `--audit-policy-file`): after authentication, so the
+/// 7. [`audit::audit`] (only with `--audit-policy-file`): after authentication, so the
 ///    user is known, and around everything after it, so impersonation, throttling and
 ///    authorization refusals are recorded too (upstream's place; failed authentication
 ///    is audited by the authentication filter itself);
-/// 7. [`auth::impersonate`]: as whom, once the requester may impersonate them (the
+/// 8. [`auth::impersonate`]: as whom, once the requester may impersonate them (the
 ///    audit event records both);
-/// 8. [`limits::serving_limits`]: max-in-flight and the request timeout, after identity
+/// 9. [`limits::serving_limits`]: max-in-flight and the request timeout, after identity
 ///    (so unauthenticated floods are refused before they take a seat) and around the
 ///    work itself (its 429 and 504 are logged and are `Status` answers);
-/// 9. [`auth::authorize`]: whether the user may, from the parsed request info, before
-///    any handler reads a body or storage;
-/// 10. the delegation chain: the aggregator (link 1), the non-resource routes and every
+/// 10. [`auth::authorize`]: whether the user may, from the parsed request info, before
+///     any handler reads a body or storage;
+/// 11. the delegation chain: the aggregator (link 1), the non-resource routes and every
 ///     resource the catalog serves (link 2), custom resources (link 3), 404 (link 4).
 ///
 /// actix applies `wrap` inside-out, so the calls below are written innermost first.
@@ -78,6 +81,7 @@ pub fn handler_chain(
         .app_data(admission)
         .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
         .configure(health::configure)
+        .configure(metrics::configure)
         .configure(discovery::configure)
         .configure(openapi::configure)
         .configure(docs::configure)
@@ -91,6 +95,7 @@ pub fn handler_chain(
         .wrap(from_fn(auth::authenticate))
         .wrap(from_fn(errors_as_status))
         .wrap(from_fn(log_requests))
+        .wrap(from_fn(metrics::instrument))
         .wrap(from_fn(request_info))
         .wrap(from_fn(recover_panics))
 }

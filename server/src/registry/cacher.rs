@@ -121,6 +121,18 @@ impl Cacher {
         *self.progress.borrow()
     }
 
+    /// How many objects the cache holds; `None` while it is (re)loading.
+    pub fn object_count(&self) -> Option<usize> {
+        self.revision()?;
+        Some(self.read().objects.len())
+    }
+
+    /// Waits until the cache has loaded (at once when it has; never when it keeps failing).
+    pub async fn wait_loaded(&self) {
+        let mut rx = self.progress.subscribe();
+        let _ = rx.wait_for(Option::is_some).await;
+    }
+
     /// Records that this server wrote `revision` under the prefix.
     pub fn note_write(&self, revision: u64) {
         self.written

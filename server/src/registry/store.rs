@@ -19,7 +19,7 @@ use crate::api::options::{ListOptions, ReadAt};
 use crate::api::selectors::{selects, FieldSelector, LabelSelector};
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::ApiResource;
-use crate::storage::{KeyValue, ListPage, ResourceStorages, Storage, StorageError};
+use crate::storage::{KeyValue, ListPage, Metered, ResourceStorages, Storage, StorageError};
 
 use super::cacher::Cacher;
 use super::codec::{decode, json_bytes, served, served_one, stored_bytes, with_rv};
@@ -200,7 +200,7 @@ impl Store {
         if !res.stored() {
             return None;
         }
-        self.cacher_at(Self::prefix(res, None), self.storage(res))
+        self.cacher_at(Self::prefix(res, None), self.raw_storage(res))
     }
 
     /// The watch cache of the keys under `prefix` (a resource's, on `storage`), started
@@ -215,8 +215,58 @@ impl Store {
     }
 
     /// The storage of `res`'s objects.
-    fn storage(&self, res: &ApiResource) -> &Arc<dyn Storage> {
+    fn raw_storage(&self, res: &ApiResource) -> &Arc<dyn Storage> {
         self.storages.of(&res.def.group, &res.def.plural)
+    }
+
+    /// The storage of `res`'s objects, each call timed (`etcd_request_duration_seconds`).
+    fn storage<'a>(&'a self, res: &'a ApiResource) -> Metered<'a> {
+        Metered {
+            storage: self.raw_storage(res),
+            group: &res.def.group,
+            resource: &res.def.plural,
+        }
+    }
+
+    /// How many objects each stored resource has, as `(group, resource, count)`, from the
+    /// watch caches that are loaded (none without watch caches).
+    pub fn object_counts(&self, catalog: &crate::catalog::Catalog) -> Vec<(String, String, i64)> {
+        let Some(caches) = &self.caches else {
+            return Vec::new();
+        };
+        let mut seen = std::collections::HashSet::new();
+        let mut counts = Vec::new();
+        for res in catalog.all() {
+            if !res.stored() || !seen.insert(Self::prefix(&res, None)) {
+                continue;
+            }
+            let cacher = caches
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&Self::prefix(&res, None))
+                .cloned();
+            if let Some(count) = cacher.and_then(|c| c.object_count()) {
+                counts.push((res.def.group.clone(), res.def.plural.clone(), count as i64));
+            }
+        }
+        counts
+    }
+
+    /// Waits until every watch cache started so far has loaded (kube-apiserver's
+    /// `storage-readiness` post-start hook). At once without watch caches.
+    pub async fn wait_caches_loaded(&self) {
+        let Some(caches) = &self.caches else {
+            return;
+        };
+        let cachers: Vec<Arc<Cacher>> = caches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for cacher in cachers {
+            cacher.wait_loaded().await;
+        }
     }
 
     /// Records a write this server made, so `resourceVersion=0` reads of the resource
@@ -1084,10 +1134,14 @@ impl Store {
             .and_then(|c| c.get(&key));
         let found = match cached {
             Some(kv) => Some(kv),
-            None => storage
-                .get(&key)
-                .await
-                .map_err(|e| ApiError::internal(e.to_string()))?,
+            None => Metered {
+                storage,
+                group: "",
+                resource: "namespaces",
+            }
+            .get(&key)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?,
         };
         Ok(found.and_then(|kv| serde_json::from_slice(&kv.value).ok()))
     }

@@ -112,12 +112,29 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         store,
         storage,
         crds_synced: Default::default(),
+        hooks: Default::default(),
     });
+    // Post-start hooks, as kube-apiserver names them; readiness waits for each.
+    let hooks = &state.hooks;
+    hooks.register_flag("crd-informer-synced", state.crds_synced.clone());
+    let namespaces_created = hooks.register("start-system-namespaces-controller");
+    let caches_loaded = hooks.register("storage-readiness");
+    {
+        let store = state.store.clone();
+        tokio::spawn(async move {
+            store.wait_caches_loaded().await;
+            caches_loaded.store(true, std::sync::atomic::Ordering::Release);
+        });
+    }
+    watch_for_shutdown(state.hooks.clone());
     let configured = auth::configure(&opts, &admin_token, &state)?;
     let tls_config = tls::rustls_config(&cert, &opts.tls_policy(), configured.client_verifier)?;
     bootstrap(&state).await?;
+    namespaces_created.store(true, std::sync::atomic::Ordering::Release);
     if let Some(rbac) = configured.rbac {
+        let bootstrapped = state.hooks.register("rbac/bootstrap-roles");
         crate::controllers::rbac::start(catalog.clone(), state.store.clone(), rbac).await?;
+        bootstrapped.store(true, std::sync::atomic::Ordering::Release);
     }
     let controllers = crate::controllers::Selection::parse(&opts.controllers)?;
     if controllers.runs("namespace-controller") {
@@ -191,6 +208,26 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         kubeconfig.display()
     );
     server.run().await.map_err(|e| e.to_string())
+}
+
+/// Marks the server as shutting down (`/readyz` fails its `shutdown` check) on SIGTERM
+/// or SIGINT; actix-web stops serving on the same signals.
+fn watch_for_shutdown(hooks: Arc<health::Hooks>) {
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        hooks.shut_down();
+    });
 }
 
 /// The admission chain of the plugins the flags select, their configuration followed

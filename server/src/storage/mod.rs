@@ -14,6 +14,7 @@ pub mod encryption;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod events;
+mod metered;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 pub use by_resource::ResourceStorages;
+pub use metered::Metered;
 
 /// A stored key with its value and revisions.
 #[derive(Clone, Debug, PartialEq)]
