@@ -23,6 +23,7 @@ pub mod generated;
 pub mod openapi;
 pub mod openapi_v2_pb;
 pub mod options;
+pub mod panics;
 pub mod protobuf;
 pub mod registry;
 pub mod server;

@@ -12,7 +12,27 @@ use crate::protobuf;
 /// Largest request body accepted (kube-apiserver's limit is 3 MiB for objects).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
+/// Largest object, as compact JSON, that a patch may produce: what one request body may
+/// carry. A patch body is bounded by [`MAX_BODY_BYTES`]; without this the object it
+/// produces would not be, and could grow with every patch.
+pub const MAX_OBJECT_BYTES: usize = MAX_BODY_BYTES;
+
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+/// 413 when `obj` is larger than [`MAX_OBJECT_BYTES`] as JSON (measured without
+/// serializing past the limit).
+pub fn check_object_size(obj: &Value) -> Result<(), ApiError> {
+    match crate::registry::json_patch::json_size(obj, MAX_OBJECT_BYTES) {
+        Some(_) => Ok(()),
+        None => Err(ApiError::new(
+            413,
+            crate::api::status::StatusReason::RequestEntityTooLarge,
+            format!(
+                "Request entity too large: the object would be larger than the server limit of {MAX_OBJECT_BYTES} bytes"
+            ),
+        )),
+    }
+}
 
 /// The media type of the request body, without parameters.
 pub fn content_type(req: &HttpRequest) -> String {
@@ -45,10 +65,11 @@ pub fn decode_body(req: &HttpRequest, body: &[u8], res: &ApiResource) -> Result<
                 snippet(body)
             ))
         })?,
-        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
-            .map_err(|e| {
+        "application/yaml" | "application/x-yaml" | "text/yaml" => {
+            crate::api::yaml::from_slice(body).map_err(|e| {
                 unrecognized(format!("couldn't get version/kind; yaml parse error: {e}"))
-            })?,
+            })?
+        }
         PROTOBUF if res.protobuf => protobuf::decode_object(body, &res.schema)
             .map_err(|e| unrecognized(format!("couldn't decode protobuf: {e}")))?,
         other => return Err(ApiError::unsupported_media_type(other)),
