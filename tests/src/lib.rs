@@ -540,6 +540,17 @@ impl TestServer {
         }
     }
 
+    /// Resets the server's peak resident memory (`VmHWM`) to what it holds now, so a
+    /// later [`TestServer::memory_kib`] reports the peak since this call.
+    ///
+    /// # Panics
+    ///
+    /// When the server was stopped or `/proc/<pid>/clear_refs` cannot be written.
+    pub fn reset_memory_peak(&self) {
+        std::fs::write(format!("/proc/{}/clear_refs", self.pid()), "5")
+            .expect("resetting the server's peak RSS (/proc/<pid>/clear_refs)");
+    }
+
     /// Whether the server process is still running.
     pub fn is_running(&mut self) -> bool {
         match &mut self.child {

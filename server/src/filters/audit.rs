@@ -283,19 +283,11 @@ fn wants_request_body(config: &RequestAuditConfig, info: &RequestInfo) -> bool {
 
 /// Reads the body for the event and puts it back for the handler.
 async fn capture_body(req: &mut ServiceRequest) -> Result<(String, Bytes), actix_web::Error> {
-    // Its failures (a body over the limit, inflated or not) leave as a Status, as the
-    // handler's would: `errors_as_status` maps framework errors carried by responses,
-    // not errors a filter returns.
-    let body = req.extract::<Bytes>().await.map_err(|e| {
-        let api = match e.as_response_error().status_code().as_u16() {
-            413 => ApiError::too_large(crate::endpoints::negotiation::MAX_BODY_BYTES),
-            _ => ApiError::bad_request(e.to_string()),
-        };
-        actix_web::Error::from(api)
-    })?;
+    // Read (and inflated) as the handler reads it; its failures leave as a Status.
+    let payload = req.take_payload();
+    let body = crate::endpoints::body::read(req.headers(), payload).await?;
     req.set_payload(actix_web::dev::Payload::from(body.clone()));
-    // The extractor inflated a compressed body (within the body limit): what goes back
-    // is plain, and must not be inflated again.
+    // What goes back is plain: it must not be inflated again.
     req.headers_mut()
         .remove(actix_web::http::header::CONTENT_ENCODING);
     let content_type = header(req.request(), "content-type").unwrap_or_default();
