@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod openapi_v2_pb;
 pub mod options;
+pub mod panics;
 pub mod protobuf;
 pub mod registry;
 pub mod server;

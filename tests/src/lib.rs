@@ -508,6 +508,49 @@ impl TestServer {
         panic!("{last}")
     }
 
+    /// The server process's id.
+    ///
+    /// # Panics
+    ///
+    /// When the server was stopped.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the server is running").id()
+    }
+
+    /// The server process's memory: resident now and its peak so far (`VmRSS` and
+    /// `VmHWM` of `/proc/<pid>/status`), in KiB.
+    ///
+    /// # Panics
+    ///
+    /// When the server was stopped or `/proc` cannot be read (not Linux).
+    pub fn memory_kib(&self) -> Memory {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("reading the server's /proc status");
+        let field = |name: &str| -> u64 {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("no {name} in /proc status:\n{status}"))
+        };
+        Memory {
+            rss: field("VmRSS:"),
+            peak: field("VmHWM:"),
+        }
+    }
+
+    /// Resets the server's peak resident memory (`VmHWM`) to what it holds now, so a
+    /// later [`TestServer::memory_kib`] reports the peak since this call.
+    ///
+    /// # Panics
+    ///
+    /// When the server was stopped or `/proc/<pid>/clear_refs` cannot be written.
+    pub fn reset_memory_peak(&self) {
+        std::fs::write(format!("/proc/{}/clear_refs", self.pid()), "5")
+            .expect("resetting the server's peak RSS (/proc/<pid>/clear_refs)");
+    }
+
     /// Whether the server process is still running.
     pub fn is_running(&mut self) -> bool {
         match &mut self.child {
@@ -667,6 +710,15 @@ fn spawn(bin: &Path, data_dir: &Path, port: u16, extra: &[String]) -> Result<Spa
             }
         }
     }
+}
+
+/// A process's memory in KiB ([`TestServer::memory_kib`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Memory {
+    /// Resident now (`VmRSS`).
+    pub rss: u64,
+    /// The most it was ever resident (`VmHWM`).
+    pub peak: u64,
 }
 
 /// The answer to a raw request: HTTP status, headers and the body parsed as JSON

@@ -5,5 +5,6 @@ pub mod meta;
 pub mod options;
 pub mod selectors;
 pub mod status;
+pub mod yaml;
 
 pub use status::{ApiError, StatusCause};

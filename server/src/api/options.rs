@@ -39,7 +39,8 @@ impl ReadAt {
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Query {
-    limit: Option<usize>,
+    /// An int64, as upstream: more is a 400, a negative limit means none.
+    limit: Option<i64>,
     #[serde(rename = "continue")]
     continue_token: Option<String>,
     label_selector: Option<String>,
@@ -215,7 +216,9 @@ impl ListOptions {
             ));
         }
         Ok(ListOptions {
-            limit: q.limit.unwrap_or(0),
+            limit: q
+                .limit
+                .map_or(0, |n| usize::try_from(n.max(0)).unwrap_or(usize::MAX)),
             continue_token: q.continue_token,
             at,
             labels,

@@ -120,6 +120,12 @@ fn is_name_part(s: &str) -> bool {
 }
 
 fn check_key(key: &str) -> Result<(), String> {
+    if key.len() > 253 + 1 + 63 {
+        return Err(format!(
+            "invalid label key {}: must be no more than 317 characters",
+            shown(key)
+        ));
+    }
     let (prefix, name) = match key.split_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
@@ -146,11 +152,32 @@ fn check_key(key: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A value for an error message: quoted, and cut short when long (a selector may be as
+/// long as a URL; the answer need not repeat it).
+fn shown(v: &str) -> String {
+    format!("{:?}", cut(v))
+}
+
+/// `v`, cut after 64 characters, with how long it was.
+fn cut(v: &str) -> std::borrow::Cow<'_, str> {
+    const MAX: usize = 64;
+    match v.char_indices().nth(MAX) {
+        Some((at, _)) => format!("{}... ({} bytes)", &v[..at], v.len()).into(),
+        None => v.into(),
+    }
+}
+
 fn check_value(v: &str) -> Result<(), String> {
+    if v.len() > 63 {
+        return Err(format!(
+            "invalid label value: {}: must be no more than 63 characters",
+            shown(v)
+        ));
+    }
     if v.is_empty() || is_name_part(v) {
         Ok(())
     } else {
-        Err(format!("invalid label value: {v:?}: at key: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"))
+        Err(format!("invalid label value: {}: at key: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character", shown(v)))
     }
 }
 
@@ -381,7 +408,9 @@ impl FieldSelector {
                 (f, false, v)
             } else {
                 return Err(format!(
-                    "invalid selector: '{s}'; can't understand '{part}'"
+                    "invalid selector: '{}'; can't understand '{}'",
+                    cut(s),
+                    cut(part)
                 ));
             };
             let field = field.trim();
@@ -390,7 +419,7 @@ impl FieldSelector {
                 && !selectable.iter().any(|f| f.as_ref() == field)
             {
                 if core_kind && !selectable.is_empty() {
-                    return Err(format!("field label not supported: {field}"));
+                    return Err(format!("field label not supported: {}", cut(field)));
                 }
                 let known: Vec<String> = ["metadata.name", "metadata.namespace"]
                     .into_iter()
@@ -398,7 +427,8 @@ impl FieldSelector {
                     .map(|f| format!("{f:?}"))
                     .collect();
                 return Err(format!(
-                    "{field:?} is not a known field selector: only {}",
+                    "{:?} is not a known field selector: only {}",
+                    cut(field),
                     known.join(", ")
                 ));
             }

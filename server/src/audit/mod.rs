@@ -226,7 +226,7 @@ pub fn decode_body(content_type: &str, body: &[u8]) -> Option<Value> {
     } else if media == "application/json" || media.ends_with("+json") || media.is_empty() {
         serde_json::from_slice(body).ok()
     } else if media.ends_with("yaml") {
-        serde_yaml::from_slice(body).ok()
+        crate::api::yaml::from_slice(body).ok()
     } else {
         None
     }

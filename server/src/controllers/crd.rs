@@ -51,7 +51,7 @@ struct Installed {
 /// the number of definitions. `synced` is set after the first pass (readiness waits for
 /// it).
 pub fn spawn(catalog: Arc<Catalog>, store: Store, synced: Arc<AtomicBool>) {
-    tokio::spawn(async move {
+    crate::panics::spawn("CRD controller", async move {
         let mut served: BTreeMap<String, Installed> = BTreeMap::new();
         loop {
             let Some(crds) = catalog.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")

@@ -24,7 +24,7 @@ type Served = (String, String, String);
 
 /// Runs the controller until the process ends.
 pub fn spawn(catalog: Arc<Catalog>, dir: PathBuf) {
-    tokio::spawn(async move {
+    crate::panics::spawn("definitions controller", async move {
         // file → (its text, what it registered: None when it failed to load)
         let mut files: BTreeMap<PathBuf, (String, Option<Served>)> = BTreeMap::new();
         loop {

@@ -63,14 +63,14 @@ pub fn spawn(catalog: Arc<Catalog>, store: Store) {
     }));
     for _ in 0..WORKERS {
         let gc = gc.clone();
-        tokio::spawn(async move {
+        crate::panics::spawn("garbage collector worker", async move {
             loop {
                 let uid = gc.queue.take().await;
                 if let Err(e) = gc.process(&uid).await {
                     tracing::debug!(uid, error = %e, "garbage collector: will retry");
                     let gc = gc.clone();
                     let again = uid.clone();
-                    tokio::spawn(async move {
+                    crate::panics::spawn("garbage collector retry", async move {
                         tokio::time::sleep(RETRY).await;
                         gc.queue.add(again);
                     });
@@ -280,7 +280,13 @@ impl Collector {
             return;
         }
         let this = self.clone();
-        followed.insert(prefix, tokio::spawn(async move { this.watch(res).await }));
+        followed.insert(
+            prefix,
+            crate::panics::spawn(
+                "garbage collector watch",
+                async move { this.watch(res).await },
+            ),
+        );
     }
 
     /// Stops following a kind no version of which is served any more.

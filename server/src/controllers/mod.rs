@@ -96,13 +96,12 @@ pub async fn follow<T: Reload>(this: Arc<T>, store: &Store, kinds: Vec<Arc<ApiRe
     this.reload(&kinds).await;
     let changed = Arc::new(Notify::new());
     for res in &kinds {
-        tokio::spawn(notify_on_changes(
-            store.clone(),
-            res.clone(),
-            changed.clone(),
-        ));
+        crate::panics::spawn(
+            "change notifier",
+            notify_on_changes(store.clone(), res.clone(), changed.clone()),
+        );
     }
-    tokio::spawn(async move {
+    crate::panics::spawn("controller reload", async move {
         loop {
             changed.notified().await;
             this.reload(&kinds).await;

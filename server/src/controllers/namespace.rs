@@ -18,7 +18,7 @@ const RESYNC: Duration = Duration::from_millis(500);
 
 /// Runs the controller until the process ends.
 pub fn spawn(catalog: Arc<Catalog>, store: Store) {
-    tokio::spawn(async move {
+    crate::panics::spawn("namespace controller", async move {
         loop {
             if let Err(e) = sync_all(&catalog, &store).await {
                 tracing::warn!(error = %e, "namespace controller");

@@ -56,7 +56,7 @@ pub async fn start(
         }
     }
     authorizer.replace(build(&store, &kinds).await?);
-    tokio::spawn(follow(store, kinds, authorizer));
+    crate::panics::spawn("RBAC controller", follow(store, kinds, authorizer));
     Ok(())
 }
 
@@ -175,11 +175,10 @@ async fn aggregate_all(store: &Store, kinds: &Kinds) -> bool {
 async fn follow(store: Store, kinds: Kinds, authorizer: Arc<RbacAuthorizer>) {
     let changed = Arc::new(Notify::new());
     for res in &kinds.0 {
-        tokio::spawn(super::notify_on_changes(
-            store.clone(),
-            res.clone(),
-            changed.clone(),
-        ));
+        crate::panics::spawn(
+            "change notifier",
+            super::notify_on_changes(store.clone(), res.clone(), changed.clone()),
+        );
     }
     loop {
         let _ = tokio::time::timeout(RESYNC, changed.notified()).await;

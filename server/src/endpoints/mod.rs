@@ -1,6 +1,7 @@
 //! REST endpoints: request decoding and response negotiation ([`negotiation`]), one
 //! generic handler per verb ([`handlers`]), and Table output ([`table`]).
 
+pub mod body;
 pub mod duplicates;
 pub mod handlers;
 pub mod negotiation;

@@ -12,7 +12,36 @@ use crate::protobuf;
 /// Largest request body accepted (kube-apiserver's limit is 3 MiB for objects).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
+/// Largest object, as compact JSON, that a patch may produce: what one request body may
+/// carry. A patch body is bounded by [`MAX_BODY_BYTES`]; without this the object it
+/// produces would not be, and could grow with every patch.
+pub const MAX_OBJECT_BYTES: usize = MAX_BODY_BYTES;
+
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+/// 413 when `obj` is larger than [`MAX_OBJECT_BYTES`] as JSON (measured without
+/// serializing past the limit); 422 when it nests deeper than a JSON body may
+/// ([`json_patch::MAX_DEPTH`](crate::registry::json_patch::MAX_DEPTH)), which no patch
+/// should manage but what is stored must be readable.
+pub fn check_object_size(obj: &Value) -> Result<(), ApiError> {
+    use crate::registry::json_patch::{depth_of, json_size, MAX_DEPTH};
+    if json_size(obj, MAX_OBJECT_BYTES).is_none() {
+        return Err(ApiError::new(
+            413,
+            crate::api::status::StatusReason::RequestEntityTooLarge,
+            format!(
+                "Request entity too large: the object would be larger than the server limit of {MAX_OBJECT_BYTES} bytes"
+            ),
+        ));
+    }
+    let depth = depth_of(obj);
+    if depth > MAX_DEPTH {
+        return Err(ApiError::invalid_request(format!(
+            "the object would be nested {depth} levels deep, more than the limit of {MAX_DEPTH}"
+        )));
+    }
+    Ok(())
+}
 
 /// The media type of the request body, without parameters.
 pub fn content_type(req: &HttpRequest) -> String {
@@ -45,12 +74,25 @@ pub fn decode_body(req: &HttpRequest, body: &[u8], res: &ApiResource) -> Result<
                 snippet(body)
             ))
         })?,
-        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
-            .map_err(|e| {
+        "application/yaml" | "application/x-yaml" | "text/yaml" => {
+            crate::api::yaml::from_slice(body).map_err(|e| {
                 unrecognized(format!("couldn't get version/kind; yaml parse error: {e}"))
-            })?,
-        PROTOBUF if res.protobuf => protobuf::decode_object(body, &res.schema)
-            .map_err(|e| unrecognized(format!("couldn't decode protobuf: {e}")))?,
+            })?
+        }
+        PROTOBUF if res.protobuf => {
+            let value = protobuf::decode_object(body, &res.schema)
+                .map_err(|e| unrecognized(format!("couldn't decode protobuf: {e}")))?;
+            // Nested messages stop at protobuf::MAX_DEPTH, but maps and lists add levels
+            // of JSON: keep to what a JSON body may nest, so the object reads back.
+            let depth = crate::registry::json_patch::depth_of(&value);
+            if depth > crate::registry::json_patch::MAX_DEPTH {
+                return Err(unrecognized(format!(
+                    "couldn't decode protobuf: the object nests {depth} levels deep, more than {}",
+                    crate::registry::json_patch::MAX_DEPTH
+                )));
+            }
+            value
+        }
         other => return Err(ApiError::unsupported_media_type(other)),
     };
     if !value.is_object() {

@@ -64,6 +64,14 @@ pub async fn serve(
                 .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s:?}")))?,
         ),
     };
+    // A start point the store has not reached is refused as reads refuse it (504 with
+    // a ResourceVersionTooLarge cause, which clients retry), never waited for.
+    if let Some(rv) = rv.filter(|rv| *rv > 0) {
+        let current = state.store.current_revision().await?;
+        if rv > current {
+            return Err(ApiError::too_large_resource_version(rv, current));
+        }
+    }
     // Unset or "0" (or watch-list) start with the current state as ADDED events.
     let start = match rv {
         Some(rv) if rv > 0 && !w.send_initial_events => WatchStart::After(rv),
@@ -121,7 +129,18 @@ pub async fn serve(
         ended: false,
     };
     let body = futures_util::stream::unfold(stream, |mut s| async move {
-        let frame = s.next_frame().await?;
+        // A panic while streaming is past the handler's `recover_panics`: caught here,
+        // logged, and told to the client as an in-stream ERROR (500) that ends the watch.
+        let frame = match crate::panics::catch("watch stream", s.next_frame()).await {
+            Some(frame) => frame?,
+            None if s.ended => return None,
+            None => {
+                s.ended = true;
+                s.encoder.error(&ApiError::internal(
+                    "the server panicked while streaming the watch",
+                ))
+            }
+        };
         Some((Ok::<_, actix_web::Error>(frame), s))
     });
     Ok(HttpResponse::Ok()

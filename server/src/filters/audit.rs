@@ -283,8 +283,13 @@ fn wants_request_body(config: &RequestAuditConfig, info: &RequestInfo) -> bool {
 
 /// Reads the body for the event and puts it back for the handler.
 async fn capture_body(req: &mut ServiceRequest) -> Result<(String, Bytes), actix_web::Error> {
-    let body = req.extract::<Bytes>().await?;
+    // Read (and inflated) as the handler reads it; its failures leave as a Status.
+    let payload = req.take_payload();
+    let body = crate::endpoints::body::read(req.headers(), payload).await?;
     req.set_payload(actix_web::dev::Payload::from(body.clone()));
+    // What goes back is plain: it must not be inflated again.
+    req.headers_mut()
+        .remove(actix_web::http::header::CONTENT_ENCODING);
     let content_type = header(req.request(), "content-type").unwrap_or_default();
     Ok((content_type, body))
 }

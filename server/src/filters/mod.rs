@@ -108,8 +108,9 @@ pub async fn recover_panics(
     let path = req.path().to_string();
     match AssertUnwindSafe(next.call(req)).catch_unwind().await {
         Ok(resp) => resp.map(ServiceResponse::map_into_boxed_body),
-        Err(_) => {
-            tracing::error!(%path, "handler panicked");
+        Err(payload) => {
+            let panic = crate::panics::message(&*payload);
+            tracing::error!(%path, panic, "handler panicked");
             Err(ApiError::internal("the server panicked while handling the request").into())
         }
     }

@@ -104,7 +104,7 @@ impl Cacher {
             want_progress: Arc::new(Notify::new()),
             written: Default::default(),
         });
-        tokio::spawn(feed(Arc::downgrade(&cacher)));
+        crate::panics::spawn("watch cache feed", feed(Arc::downgrade(&cacher)));
         cacher
     }
 

@@ -13,6 +13,13 @@ pub fn map_err(res: &ApiResource, name: &str, e: StorageError) -> ApiError {
         StorageError::Expired { requested, oldest } => {
             ApiError::expired(format!("too old resource version: {requested} ({oldest})"))
         }
+        // A client's object (etcd refuses requests over --max-request-bytes), as
+        // kube-apiserver answers it: 413.
+        StorageError::TooLarge(msg) => ApiError::new(
+            413,
+            crate::api::status::StatusReason::RequestEntityTooLarge,
+            format!("Request entity too large: {msg}"),
+        ),
         StorageError::Internal(msg) => ApiError::internal(msg),
     }
 }

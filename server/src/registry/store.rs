@@ -485,6 +485,15 @@ impl Store {
         let (mut start, pinned) = match opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
             Some(t) => {
                 let (start, rev) = decode_continue(t, &prefix)?;
+                // A token this server issued names a revision it has reached: a newer
+                // one is forged (or another cluster's) and must not be served the
+                // current state under its revision.
+                let current = self.current_revision().await?;
+                if rev > current {
+                    return Err(ApiError::bad_request(format!(
+                        "invalid continue token: continue key is not valid: its resource version {rev} is newer than the server's ({current})"
+                    )));
+                }
                 (Some(start), Some(rev))
             }
             None => match opts.at {
@@ -1209,9 +1218,13 @@ fn decode_continue(token: &str, prefix: &str) -> Result<(String, u64), ApiError>
     if start.contains("..") || start.starts_with('/') {
         return Err(bad("start key is outside the listed collection"));
     }
+    if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
+        return Err(bad("server does not recognize this encoded version"));
+    }
     let rev = v
         .get("rv")
         .and_then(Value::as_u64)
-        .ok_or_else(|| bad("missing resource version"))?;
+        .filter(|rv| *rv > 0)
+        .ok_or_else(|| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
     Ok((format!("{prefix}{start}"), rev))
 }

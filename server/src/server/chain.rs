@@ -8,7 +8,6 @@ use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
-use bytes::Bytes;
 
 use crate::api::ApiError;
 use crate::endpoints::request_info::RequestInfo;
@@ -29,9 +28,10 @@ pub async fn aggregator(
 /// generic handlers; the rest goes on to link 3.
 pub async fn resources(
     req: HttpRequest,
-    body: Bytes,
+    payload: web::Payload,
     state: web::Data<ApiState>,
 ) -> Result<HttpResponse, ApiError> {
+    let body = crate::endpoints::body::read(req.headers(), payload).await?;
     let info = request_info(&req);
     match RequestScope::resolve(info, req.method().as_str(), &state.catalog)? {
         Some(scope) => handlers::serve(req, body, state, scope).await,

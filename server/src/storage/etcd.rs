@@ -94,6 +94,9 @@ fn etcd_err(e: etcd_client::Error, requested: u64) -> StorageError {
             requested,
             oldest: requested + 1,
         }
+    } else if text.contains("request is too large") || text.contains("message larger than max") {
+        // etcd's own limit, or its gRPC receive limit (a little above it).
+        StorageError::TooLarge(format!("etcd: {text}"))
     } else {
         StorageError::Internal(format!("etcd: {text}"))
     }
@@ -661,7 +664,8 @@ impl Storage for EtcdStorage {
         let (tx, rx) = mpsc::channel(WATCHER_BUFFER);
         let progress = Arc::new(tokio::sync::Notify::new());
         let ordered = self.learn_progress_order().await;
-        tokio::spawn(
+        crate::panics::spawn(
+            "etcd watch",
             self.clone()
                 .forward(key, stream, after, tx, progress.clone(), ordered),
         );

@@ -137,7 +137,7 @@ impl EventLog {
 
         let (tx, rx) = mpsc::channel(WATCHER_BUFFER);
         let prefix = prefix.to_string();
-        tokio::spawn(async move {
+        crate::panics::spawn("event log watch", async move {
             let mut last = after;
             for e in backlog {
                 last = e.revision;

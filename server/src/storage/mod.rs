@@ -193,6 +193,9 @@ pub enum StorageError {
         /// The oldest revision still served.
         oldest: u64,
     },
+    /// The value is larger than the backend accepts (etcd's `--max-request-bytes`).
+    #[error("the value is larger than storage accepts: {0}")]
+    TooLarge(String),
     /// The backend failed (I/O, unreachable, corrupt data).
     #[error("storage failure: {0}")]
     Internal(String),
@@ -354,7 +357,7 @@ pub fn spawn_compactor(storage: Arc<dyn Storage>, interval: Duration) {
     if interval.is_zero() {
         return;
     }
-    tokio::spawn(async move {
+    crate::panics::spawn("compactor", async move {
         let mut ticker = tokio::time::interval(interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ticker.tick().await;

@@ -10,7 +10,7 @@ use super::{check_body_namespace, field_validation, with_warnings, write_context
 use crate::api::options::WriteOptions;
 use crate::api::{ApiError, StatusCause};
 use crate::endpoints::negotiation::{
-    check_type_meta, respond_object, Representation, MAX_BODY_BYTES,
+    check_object_size, check_type_meta, respond_object, Representation, MAX_BODY_BYTES,
 };
 use crate::endpoints::{ApiState, RequestScope};
 use crate::registry::apply as registry_apply;
@@ -51,7 +51,7 @@ pub(super) async fn apply(
     if body.len() > MAX_BODY_BYTES {
         return Err(ApiError::too_large(MAX_BODY_BYTES));
     }
-    let mut intent: Value = serde_yaml::from_slice(body)
+    let mut intent: Value = crate::api::yaml::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
     if !intent.is_object() {
         return Err(ApiError::bad_request(
@@ -130,7 +130,17 @@ pub(super) async fn apply(
                         return Err(ApiError::conflict(res, &name));
                     }
                 }
-                registry_apply::apply(Some(old), &intent, res, manager, force, subresource, &now)
+                let new = registry_apply::apply(
+                    Some(old),
+                    &intent,
+                    res,
+                    manager,
+                    force,
+                    subresource,
+                    &now,
+                )?;
+                check_object_size(&new)?;
+                Ok(new)
             })
             .await;
         match updated {

@@ -57,6 +57,8 @@ pub(super) async fn delete_collection(
     let mut list = ListOptions::parse(req.query_string(), res, false)?;
     list.limit = 0;
     list.continue_token = None;
+    // Its list reads like any list: a revision the store has not reached is 504.
+    super::check_read_version(state, list.at, true).await?;
     // Preconditions name one object; the collection's deletes carry none.
     let opts = DeleteOptions {
         preconditions: Default::default(),

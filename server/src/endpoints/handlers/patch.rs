@@ -8,14 +8,16 @@ use serde_json::Value;
 use super::{field_validation, with_warnings, write_context, write_representation, Reply};
 use crate::api::options::{WriteKind, WriteOptions};
 use crate::api::{ApiError, StatusCause};
-use crate::endpoints::negotiation::{check_type_meta, content_type, respond_object};
+use crate::endpoints::negotiation::{
+    check_object_size, check_type_meta, content_type, respond_object,
+};
 use crate::endpoints::scale::{apply_scale, to_scale};
 use crate::endpoints::{ApiState, RequestScope};
-use crate::registry::strategic_merge;
+use crate::registry::{json_patch, strategic_merge};
 
 /// A parsed patch body.
 enum PatchBody {
-    Json(json_patch::Patch),
+    Json(Vec<::json_patch::PatchOperation>),
     Merge(Value),
     Strategic(Value),
 }
@@ -51,11 +53,14 @@ pub(super) async fn patch(
         STRATEGIC_MERGE_PATCH if !strategic_ok => {
             return Err(ApiError::unsupported_patch_type(false))
         }
-        JSON_PATCH => PatchBody::Json(serde_json::from_slice(body).map_err(|e| {
-            ApiError::bad_request(format!(
-                "the body of the request is not a valid JSON patch: {e}"
-            ))
-        })?),
+        JSON_PATCH => {
+            let patch: ::json_patch::Patch = serde_json::from_slice(body).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "the body of the request is not a valid JSON patch: {e}"
+                ))
+            })?;
+            PatchBody::Json(patch.0)
+        }
         MERGE_PATCH | STRATEGIC_MERGE_PATCH => {
             let v: Value = serde_json::from_slice(body).map_err(|e| {
                 ApiError::bad_request(format!("the body of the request is not valid JSON: {e}"))
@@ -88,12 +93,8 @@ pub(super) async fn patch(
                     old.clone()
                 };
                 match &patch {
-                    PatchBody::Json(p) => json_patch::patch(&mut new, p).map_err(|e| {
-                        ApiError::invalid_request(format!(
-                            "the server rejected our request due to an error in our request: {e}"
-                        ))
-                    })?,
-                    PatchBody::Merge(p) => json_patch::merge(&mut new, p),
+                    PatchBody::Json(p) => json_patch::apply(&mut new, p)?,
+                    PatchBody::Merge(p) => ::json_patch::merge(&mut new, p),
                     PatchBody::Strategic(p) => {
                         new = strategic_merge::apply(&new, p, &res.schema)
                             .map_err(ApiError::bad_request)?
@@ -104,6 +105,7 @@ pub(super) async fn patch(
                         "the patch turned the object into something that is not an object",
                     ));
                 }
+                check_object_size(&new)?;
                 if scale {
                     return apply_scale(res, old, &new);
                 }
