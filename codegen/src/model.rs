@@ -11,8 +11,13 @@ use crate::diagnostics::Location;
 /// kube-apiserver keeps in each built-in kind's `strategy.go`.
 pub const STRATEGIES: &[&str] = &[
     "ConfigMap",
+    "CronJob",
     "CustomResourceDefinition",
+    "Deployment",
     "Namespace",
+    "Pod",
+    "PodTemplate",
+    "PodTemplateOwner",
     "RBAC",
     "Secret",
 ];
