@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use apiserver_tests::{workspace_root, TestServer};
+use apiserver_tests::{shared_dir, TestServer};
 use futures_util::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -14,18 +14,16 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, W
 use kube::ResourceExt;
 use serde_json::{json, Value};
 
-/// kube-apiserver v1.36.2's API description (`../shared/upstream-api`); a missing copy
-/// fails the test, naming where it looked.
+/// kube-apiserver v1.36.2's API description (`../shared/upstream-api`, or
+/// `UPSTREAM_API_DIR`); a missing copy fails the test, naming where it looked.
 fn upstream_api() -> PathBuf {
-    let beside = workspace_root().join("../shared/upstream-api");
     let dir = match std::env::var("UPSTREAM_API_DIR") {
         Ok(d) => PathBuf::from(d),
-        Err(_) if beside.is_dir() => beside,
-        Err(_) => PathBuf::from("/work/shared/upstream-api"),
+        Err(_) => shared_dir("upstream-api"),
     };
     assert!(
         dir.join("openapi/v3").is_dir(),
-        "upstream's API description is not at {} (set UPSTREAM_API_DIR)",
+        "upstream's API description is not at {}",
         dir.display()
     );
     dir
