@@ -27,6 +27,7 @@ pub const STRATEGIES: &[&str] = &[
 /// another kind (`serviceaccounts/token`): each takes the decoded, defaulted and
 /// validated request object and returns the answer.
 pub const CREATE_HOOKS: &[&str] = &[
+    "Binding",
     "LocalSubjectAccessReview",
     "SelfSubjectAccessReview",
     "SelfSubjectReview",

@@ -54,9 +54,6 @@ const GA: &[&str] = &[
     "apis/resource.k8s.io/v1",
 ];
 
-/// Upstream's resources not served here, and why (ARCHITECTURE.md says the same).
-const NOT_SERVED: &[(&str, &str)] = &[("v1", "bindings")];
-
 /// (apiVersion, resource) → (namespaced, verbs), from upstream's OpenAPI v3 paths.
 fn upstream_resources() -> BTreeMap<(String, String), (bool, BTreeSet<String>)> {
     let dir = upstream_api();
@@ -81,9 +78,6 @@ fn upstream_resources() -> BTreeMap<(String, String), (bool, BTreeSet<String>)> 
             }
             if segs.first().is_none_or(|s| s.is_empty()) || segs.len() > 2 {
                 continue; // the group root, or a subresource
-            }
-            if NOT_SERVED.contains(&(api_version, segs[0])) {
-                continue;
             }
             let entry = out
                 .entry((api_version.to_string(), segs[0].to_string()))
@@ -456,6 +450,40 @@ async fn kube_rs_with_k8s_openapi_types_does_crud_and_watch() {
             ("MODIFIED", "p1".to_string()),
             ("DELETED", "p1".to_string())
         ]
+    );
+
+    // A scheduler's binding: pods/<name>/binding assigns a node, once.
+    pods.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "metadata": {"name": "p2"},
+            "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}
+        }))
+        .unwrap(),
+    )
+    .await
+    .expect("create pod p2");
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p2"},
+                         "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}});
+    let bytes = serde_json::to_vec(&binding).unwrap();
+    let status: serde_json::Value = pods
+        .create_subresource("binding", "p2", &PostParams::default(), bytes.clone())
+        .await
+        .expect("bind p2");
+    assert_eq!(status["status"], "Success");
+    let bound = pods.get("p2").await.expect("get p2");
+    assert_eq!(bound.spec.unwrap().node_name.as_deref(), Some("node-1"));
+    let conditions = bound.status.unwrap().conditions.unwrap();
+    assert!(conditions
+        .iter()
+        .any(|c| c.type_ == "PodScheduled" && c.status == "True"));
+    let again = pods
+        .create_subresource::<serde_json::Value>("binding", "p2", &PostParams::default(), bytes)
+        .await
+        .expect_err("a bound pod cannot be bound again");
+    assert!(
+        matches!(again, kube::Error::Api(ref e) if e.code == 409 && e.message.contains("already assigned to node \"node-1\"")),
+        "{again:?}"
     );
 
     let deployment: Deployment = serde_json::from_value(json!({

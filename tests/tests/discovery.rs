@@ -360,18 +360,16 @@ async fn legacy_resource_lists_match_kube_apiserver() {
         .iter()
         .map(|r| r["name"].as_str().unwrap())
         .collect();
-    // kube-apiserver's core resources (recorded), less what is not served here:
-    // `bindings`, and the subresources a kubelet serves or that are not served yet.
+    // kube-apiserver's core resources (recorded), less the subresources a kubelet serves
+    // or that are not served here yet.
     let recorded: Value = serde_json::from_str(&apiserver_tests::shared_file(
         "kube-apiserver-responses/06-api-v1-resources.json",
     ))
     .unwrap();
     let not_served = [
-        "bindings",
         "namespaces/finalize",
         "nodes/proxy",
         "pods/attach",
-        "pods/binding",
         "pods/ephemeralcontainers",
         "pods/eviction",
         "pods/exec",

@@ -53,6 +53,7 @@ pub fn named(name: Option<&str>) -> Result<&'static dyn CreateHook, String> {
         Some("LocalSubjectAccessReview") => &LocalSubjectAccessReview,
         Some("SelfSubjectRulesReview") => &SelfSubjectRulesReview,
         Some("TokenRequest") => &TokenRequest,
+        Some("Binding") => &Binding,
         Some(other) => return Err(format!("the server has no create hook named {other:?}")),
         None => return Err("a create-only kind needs a create hook (`strategy`)".into()),
     })
@@ -156,6 +157,90 @@ impl CreateHook for TokenRequest {
         reviews::token_request(auth, req.state, namespace, parent, req.object, req.dry_run).await
     }
 }
+/// core/v1 `Binding` (`POST bindings`, `POST pods/<name>/binding`): assigns a pod to a
+/// node, as a scheduler does. The pod gets `spec.nodeName`, the binding's annotations
+/// and a `PodScheduled` condition; a pod already assigned, or being deleted, is 409.
+struct Binding;
+
+#[async_trait(?Send)]
+impl CreateHook for Binding {
+    async fn create(&self, req: CreateRequest<'_>) -> Result<Value, ApiError> {
+        let body_name = req.object["metadata"]["name"].as_str().unwrap_or_default();
+        let name = match req.parent {
+            Some(parent) if !body_name.is_empty() && body_name != parent => {
+                return Err(ApiError::bad_request(format!(
+                    "name in URL does not match name in body: {parent} vs. {body_name}"
+                )))
+            }
+            Some(parent) => parent,
+            None if body_name.is_empty() => {
+                return Err(ApiError::invalid_request("metadata.name: Required value"))
+            }
+            None => body_name,
+        };
+        let target = &req.object["target"];
+        if !matches!(target["kind"].as_str(), None | Some("" | "Node")) {
+            return Err(ApiError::invalid_request(format!(
+                "target.kind: Unsupported value: {}: supported values: \"Node\"",
+                target["kind"]
+            )));
+        }
+        let node = target["name"].as_str().unwrap_or_default();
+        if node.is_empty() {
+            return Err(ApiError::invalid_request("target.name: Required value"));
+        }
+        let pods = req
+            .state
+            .catalog
+            .get("", "v1", "pods")
+            .ok_or_else(|| ApiError::internal("pods are not served"))?;
+        let annotations = req.object["metadata"]["annotations"].clone();
+        let ctx = crate::registry::store::WriteContext {
+            dry_run: req.dry_run,
+            ..crate::registry::store::WriteContext::new("kube-scheduler")
+        };
+        let now = crate::api::meta::now_rfc3339();
+        req.state
+            .store
+            .patch(&pods, req.namespace, name, crate::registry::store::Target::Main, &ctx, |old| {
+                let mut pod = old.clone();
+                if pod["metadata"]["deletionTimestamp"].is_string() {
+                    return Err(ApiError::conflict_with(
+                        format!("pod {name} is being deleted, cannot be assigned to a host"),
+                        json!({"name": name, "kind": "pods"}),
+                    ));
+                }
+                if let Some(assigned) = pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
+                    return Err(ApiError::conflict_with(
+                        format!("pod {name} is already assigned to node \"{assigned}\""),
+                        json!({"name": name, "kind": "pods"}),
+                    ));
+                }
+                pod["spec"]["nodeName"] = json!(node);
+                if let Some(extra) = annotations.as_object() {
+                    for (k, v) in extra {
+                        pod["metadata"]["annotations"][k] = v.clone();
+                    }
+                }
+                // The status subresource is the kubelet's; the condition rides along with
+                // the assignment as upstream's binding writes it.
+                let condition = json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
+                match pod["status"]["conditions"].as_array_mut() {
+                    Some(list) => {
+                        list.retain(|c| c["type"] != "PodScheduled");
+                        list.push(condition);
+                    }
+                    None => pod["status"]["conditions"] = json!([condition]),
+                }
+                Ok(pod)
+            })
+            .await?;
+        Ok(
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
