@@ -15,6 +15,7 @@ pub const STRATEGIES: &[&str] = &[
     "Namespace",
     "RBAC",
     "Secret",
+    "Service",
 ];
 
 /// The server's named hooks that answer a create of a kind that is not stored

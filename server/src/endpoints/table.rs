@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 use crate::api::meta::human_age;
 use crate::api::ApiError;
 use crate::catalog::ApiResource;
+use crate::registry::strategy::ComputedColumn;
 use crate::storage::KeyValue;
 
 /// What each row carries besides its cells (`includeObject`).
@@ -54,11 +55,26 @@ fn column_definitions(res: &ApiResource) -> Vec<Value> {
             "priority": c.priority,
         }));
     }
-    for c in res.strategy.computed_columns() {
-        columns.push(json!({ "name": c.name, "type": c.type_, "format": "", "description": c.description, "priority": 0 }));
-    }
+    let computed = |c: &ComputedColumn| json!({ "name": c.name, "type": c.type_, "format": "", "description": c.description, "priority": c.priority });
+    let (narrow, wide) = computed_columns(res);
+    columns.extend(narrow.map(computed));
     columns.push(json!({ "name": "Age", "type": "string", "format": "", "description": "Time since the object was created.", "priority": 0 }));
+    columns.extend(wide.map(computed));
     columns
+}
+
+/// The kind's computed columns printed before Age, and the wide ones after it.
+fn computed_columns(
+    res: &ApiResource,
+) -> (
+    impl Iterator<Item = &'static ComputedColumn>,
+    impl Iterator<Item = &'static ComputedColumn>,
+) {
+    let all = res.strategy.computed_columns();
+    (
+        all.iter().filter(|c| c.priority == 0),
+        all.iter().filter(|c| c.priority != 0),
+    )
 }
 
 /// One row's cells, in [`column_definitions`] order.
@@ -67,14 +83,14 @@ fn cells(res: &ApiResource, obj: &Value) -> Vec<Value> {
     for c in &res.def.printer_columns {
         cells.push(json_path(obj, &c.json_path).cloned().unwrap_or(Value::Null));
     }
-    for c in res.strategy.computed_columns() {
-        cells.push((c.value)(obj));
-    }
+    let (narrow, wide) = computed_columns(res);
+    cells.extend(narrow.map(|c| (c.value)(obj)));
     let age = obj["metadata"]["creationTimestamp"]
         .as_str()
         .map(human_age)
         .unwrap_or_else(|| "<unknown>".into());
     cells.push(Value::String(age));
+    cells.extend(wide.map(|c| (c.value)(obj)));
     cells
 }
 

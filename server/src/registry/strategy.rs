@@ -12,6 +12,9 @@ pub struct ComputedColumn {
     pub name: &'static str,
     pub type_: &'static str,
     pub description: &'static str,
+    /// 0: always printed; 1: `-o wide` only. Wide columns follow Age, as upstream's
+    /// printers place them.
+    pub priority: i64,
     /// The top-level fields `value` reads (a Table built from stored bytes decodes only
     /// those).
     pub fields: &'static [&'static str],
@@ -27,6 +30,7 @@ const DATA_COLUMN: ComputedColumn = ComputedColumn {
     name: "Data",
     type_: "string",
     description: "The number of keys in data and binaryData.",
+    priority: 0,
     fields: &["data", "binaryData"],
     value: data_count,
 };
@@ -53,6 +57,16 @@ pub trait Strategy: Send + Sync {
     /// Kind-specific validation beyond the schema.
     fn validate(&self, _obj: &Value) -> Vec<StatusCause> {
         Vec::new()
+    }
+    /// Kind-specific checks of an update against the stored object (immutable fields),
+    /// made before anything is allocated for it.
+    fn validate_update(&self, _new: &Value, _old: &Value) -> Vec<StatusCause> {
+        Vec::new()
+    }
+    /// Whether objects take Service cluster IPs and node ports, which the store
+    /// allocates (`registry::services`) after preparation and defaults.
+    fn allocates_addresses(&self) -> bool {
+        false
     }
     /// The rule names follow (DNS-1123 subdomains unless the kind says otherwise).
     fn name_rule(&self) -> NameRule {
@@ -324,6 +338,7 @@ pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy,
         Some("Namespace") => &NamespaceStrategy,
         Some("CustomResourceDefinition") => &CustomResourceDefinitionStrategy,
         Some("RBAC") => &RbacStrategy,
+        Some("Service") => &super::service_strategy::ServiceStrategy,
         Some(other) => return Err(format!("the server has no strategy named {other:?}")),
         None if builtin => &PlainCoreStrategy,
         None => &DefaultStrategy,
