@@ -209,6 +209,20 @@ fn kubectl_creates_exposes_and_lists_services_as_on_a_cluster() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // A NodePort Service turned ClusterIP drops its node port and external traffic
+    // policy, as upstream.
+    s.kubectl_ok(&[
+        "patch",
+        "svc",
+        "n1",
+        "-p",
+        r#"{"spec":{"type":"ClusterIP"}}"#,
+    ]);
+    let n1 = get_json(&s, &["svc", "n1"]);
+    assert_eq!(n1["spec"]["type"], "ClusterIP");
+    assert!(n1["spec"]["ports"][0].get("nodePort").is_none(), "{n1}");
+    assert!(n1["spec"].get("externalTrafficPolicy").is_none(), "{n1}");
+    assert_eq!(cluster_ip(&n1), ips[1]);
     // Headless and ExternalName Services get no address.
     let out = s.kubectl_with_stdin(
         &["create", "-f", "-"],

@@ -180,6 +180,46 @@ fn set_defaults(obj: &mut Value) {
     }
 }
 
+/// What a type change leaves behind, as upstream's `dropTypeDependentFields`: node
+/// ports and the external traffic policy the new type does not use, and the cluster IP of a Service becoming
+/// ExternalName, when the client left them as they were.
+fn drop_type_dependent_fields(new: &mut Value, old: &Value, new_type: &str) {
+    if needs_node_ports(&old["spec"]) && !matches!(new_type, "NodePort" | "LoadBalancer") {
+        let old_ports = old["spec"]["ports"].as_array().cloned().unwrap_or_default();
+        if let Some(ports) = new["spec"]["ports"].as_array_mut() {
+            for p in ports {
+                let kept = old_ports
+                    .iter()
+                    .any(|o| !o["nodePort"].is_null() && o["nodePort"] == p["nodePort"]);
+                if kept {
+                    if let Some(o) = p.as_object_mut() {
+                        o.remove("nodePort");
+                    }
+                }
+            }
+        }
+    }
+    let external = |t: &str| matches!(t, "NodePort" | "LoadBalancer");
+    if external(text(&old["spec"]["type"]))
+        && !external(new_type)
+        && new["spec"]["externalTrafficPolicy"] == old["spec"]["externalTrafficPolicy"]
+    {
+        if let Some(o) = new["spec"].as_object_mut() {
+            o.remove("externalTrafficPolicy");
+        }
+    }
+    if new_type == "ExternalName" && text(&old["spec"]["type"]) != "ExternalName" {
+        let spec = &mut new["spec"];
+        if spec["clusterIP"] == old["spec"]["clusterIP"] {
+            if let Some(o) = spec.as_object_mut() {
+                for f in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+                    o.remove(f);
+                }
+            }
+        }
+    }
+}
+
 fn needs_node_ports(spec: &Value) -> bool {
     matches!(text(&spec["type"]), "NodePort" | "LoadBalancer")
 }
@@ -209,6 +249,7 @@ impl Strategy for ServiceStrategy {
                 t => t.to_string(),
             },
         );
+        drop_type_dependent_fields(new, old, &new_type);
         if old_type != "ExternalName"
             && new_type != "ExternalName"
             && text(&new["spec"]["clusterIP"]).is_empty()
@@ -253,6 +294,22 @@ impl Strategy for ServiceStrategy {
             }
         } else if ports == 0 && text(&spec["clusterIP"]) != "None" {
             causes.push(StatusCause::required("spec.ports", ""));
+        }
+        if !needs_node_ports(spec) {
+            for (i, p) in spec["ports"].as_array().into_iter().flatten().enumerate() {
+                if p["nodePort"].as_u64().is_some_and(|n| n != 0) {
+                    causes.push(StatusCause::forbidden(
+                        &format!("spec.ports[{i}].nodePort"),
+                        &format!("may not be used when `type` is '{kind}'"),
+                    ));
+                }
+            }
+        }
+        if kind == "ExternalName" && !text(&spec["clusterIP"]).is_empty() {
+            causes.push(StatusCause::forbidden(
+                "spec.clusterIP",
+                "may not be set for type 'ExternalName'",
+            ));
         }
         if ports > 1 {
             for (i, p) in spec["ports"].as_array().into_iter().flatten().enumerate() {
@@ -333,5 +390,23 @@ mod tests {
         new["spec"]["clusterIP"] = json!("10.0.0.8");
         let causes = ServiceStrategy.validate_update(&new, &old);
         assert_eq!(causes.len(), 1);
+    }
+
+    #[test]
+    fn type_changes_drop_what_the_new_type_does_not_use() {
+        let old = json!({"spec": {"type": "NodePort", "externalTrafficPolicy": "Cluster", "clusterIP": "10.0.0.7", "clusterIPs": ["10.0.0.7"], "ports": [{"port": 80, "protocol": "TCP", "nodePort": 30080}]}});
+        let mut new = old.clone();
+        new["spec"]["type"] = json!("ClusterIP");
+        ServiceStrategy.prepare_for_update(&mut new, &old);
+        assert!(new["spec"]["ports"][0].get("nodePort").is_none(), "{new}");
+        assert!(new["spec"].get("externalTrafficPolicy").is_none(), "{new}");
+        assert!(ServiceStrategy.validate(&new).is_empty());
+        let mut ext = old.clone();
+        ext["spec"]["type"] = json!("ExternalName");
+        ext["spec"]["externalName"] = json!("example.com");
+        ServiceStrategy.prepare_for_update(&mut ext, &old);
+        assert!(ext["spec"].get("clusterIP").is_none(), "{ext}");
+        assert!(ServiceStrategy.validate(&ext).is_empty(), "{ext}");
+        assert!(ServiceStrategy.validate_update(&ext, &old).is_empty());
     }
 }
