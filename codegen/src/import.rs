@@ -1169,7 +1169,10 @@ impl Importer<'_> {
             Some(target) => match self.component(doc_file, &target)? {
                 Component::Scalar(s) => s,
                 Component::Object => match self.object(doc_file, &target, false, stack)? {
-                    Value::Object(o) => o,
+                    Value::Object(mut o) => {
+                        o.insert("x-openapi-component".into(), Value::String(target.clone()));
+                        o
+                    }
                     _ => Map::new(),
                 },
             },

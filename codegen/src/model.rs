@@ -11,8 +11,13 @@ use crate::diagnostics::Location;
 /// kube-apiserver keeps in each built-in kind's `strategy.go`.
 pub const STRATEGIES: &[&str] = &[
     "ConfigMap",
+    "CronJob",
     "CustomResourceDefinition",
+    "Deployment",
     "Namespace",
+    "Pod",
+    "PodTemplate",
+    "PodTemplateOwner",
     "RBAC",
     "Secret",
     "Service",
@@ -321,6 +326,10 @@ pub struct Schema {
     /// `x-protobuf-raw-json`: a message `{1 bytes}` whose bytes are JSON text (FieldsV1,
     /// RawExtension).
     pub protobuf_raw_json: bool,
+    /// `x-openapi-component`: the OpenAPI component this object is (an imported kind's
+    /// `io.k8s.api.core.v1.PodSpec`); published documents name it once and refer to it,
+    /// as kube-apiserver's do, instead of repeating it inline.
+    pub component: Option<String>,
 }
 
 impl Schema {
@@ -471,6 +480,9 @@ impl Schema {
                 "x-kubernetes-patch-strategy".into(),
                 Value::String(t.clone()),
             );
+        }
+        if let Some(c) = &self.component {
+            m.insert("x-openapi-component".into(), Value::String(c.clone()));
         }
         if with_protobuf {
             if let Some(n) = self.protobuf_field {
@@ -644,6 +656,8 @@ impl Schema {
                         .ok_or_else(|| format!("{path}.{k}: must be a list of field numbers"))?
                 }
                 "x-protobuf-raw-json" => s.protobuf_raw_json = flag(k, v)?,
+                // Only definitions name components; a CRD's schema does not.
+                "x-openapi-component" if !locate => s.component = Some(string(k, v)?),
                 other => return Err(format!("{path}: unsupported keyword `{other}`")),
             }
         }

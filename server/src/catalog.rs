@@ -551,7 +551,7 @@ mod tests {
             matches!(c.register(short), Err(RegisterError::Conflict(m)) if m.contains("\"cm\""))
         );
         let mut hooks = widget_v2();
-        hooks.strategy = Some("Pod".into());
+        hooks.strategy = Some("NoSuchHook".into());
         assert!(matches!(c.register(hooks), Err(RegisterError::Invalid(_))));
     }
 }

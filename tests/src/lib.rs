@@ -77,6 +77,35 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// A file of the project's shared reference data (`../shared/` beside the checkout, as
+/// CI lays it; else `/work/shared`), read whole. A missing file fails the test loudly.
+pub fn shared_file(path: &str) -> String {
+    let beside = workspace_root().join("../shared").join(path);
+    let file = if beside.exists() {
+        beside
+    } else {
+        PathBuf::from("/work/shared").join(path)
+    };
+    std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("shared reference data {}: {e}", file.display()))
+}
+
+/// The shared reference data directory `dir` (see [`shared_file`]).
+pub fn shared_dir(dir: &str) -> PathBuf {
+    let beside = workspace_root().join("../shared").join(dir);
+    let found = if beside.is_dir() {
+        beside
+    } else {
+        PathBuf::from("/work/shared").join(dir)
+    };
+    assert!(
+        found.is_dir(),
+        "shared reference data {} is missing",
+        found.display()
+    );
+    found
+}
+
 /// Path of the `apiserver` binary, built once per test process.
 ///
 /// Runs `$CARGO build -p apiserver --bin apiserver --features etcd` (or `cargo` when `CARGO` is unset) in

@@ -285,7 +285,14 @@ async fn discovery_and_openapi_show_create_only_kinds_and_the_token_subresource(
         schema["x-kubernetes-group-version-kind"],
         json!([{"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}])
     );
-    assert!(schema["properties"]["status"]["properties"]["expirationTimestamp"].is_object());
+    // Its parts are components of their own, referred to, as upstream's documents have it.
+    let status = &schema["properties"]["status"]["allOf"][0]["$ref"];
+    assert_eq!(
+        status,
+        "#/components/schemas/io.k8s.api.authentication.v1.TokenRequestStatus"
+    );
+    let status = &v1["components"]["schemas"]["io.k8s.api.authentication.v1.TokenRequestStatus"];
+    assert!(status["properties"]["expirationTimestamp"].is_object());
     let path = &v1["paths"]["/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"];
     let methods: Vec<&String> = path
         .as_object()

@@ -360,20 +360,47 @@ async fn legacy_resource_lists_match_kube_apiserver() {
         .iter()
         .map(|r| r["name"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "configmaps",
-            "namespaces",
-            "namespaces/status",
-            "secrets",
-            "serviceaccounts",
-            "serviceaccounts/token"
-        ]
-    );
+    // kube-apiserver's core resources (recorded), less what is not served here:
+    // `bindings`, and the subresources a kubelet serves or that are not served yet.
+    let recorded: Value = serde_json::from_str(&apiserver_tests::shared_file(
+        "kube-apiserver-responses/06-api-v1-resources.json",
+    ))
+    .unwrap();
+    let not_served = [
+        "bindings",
+        "namespaces/finalize",
+        "nodes/proxy",
+        "pods/attach",
+        "pods/binding",
+        "pods/ephemeralcontainers",
+        "pods/eviction",
+        "pods/exec",
+        "pods/log",
+        "pods/portforward",
+        "pods/proxy",
+        "pods/resize",
+        "services/proxy",
+    ];
+    let upstream: Vec<&str> = recorded["response"]["body"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .filter(|n| !not_served.contains(n))
+        .collect();
+    assert_eq!(names, upstream);
     // The hash kube-apiserver publishes for ConfigMap (recorded).
+    let by_name = |n: &str| {
+        core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == n)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {n} in {core}"))
+    };
     assert_eq!(
-        core["resources"][0],
+        by_name("configmaps"),
         json!({
             "name": "configmaps",
             "singularName": "configmap",
@@ -385,7 +412,7 @@ async fn legacy_resource_lists_match_kube_apiserver() {
         })
     );
     assert_eq!(
-        core["resources"][2],
+        by_name("namespaces/status"),
         json!({ "name": "namespaces/status", "singularName": "", "namespaced": false, "kind": "Namespace", "verbs": ["get", "patch", "update"] })
     );
 
@@ -467,36 +494,76 @@ fn kubectl_api_resources_and_api_versions() {
     assert_eq!(
         first_column(&cluster),
         [
+            "apiservices",
+            "certificatesigningrequests",
             "clusterrolebindings",
             "clusterroles",
+            "componentstatuses",
+            "csidrivers",
+            "csinodes",
             "customresourcedefinitions",
+            "deviceclasses",
+            "flowschemas",
             "gadgets",
+            "ingressclasses",
+            "ipaddresses",
+            "mutatingadmissionpolicies",
+            "mutatingadmissionpolicybindings",
             "mutatingwebhookconfigurations",
             "namespaces",
+            "nodes",
+            "persistentvolumes",
+            "priorityclasses",
+            "prioritylevelconfigurations",
+            "resourceslices",
+            "runtimeclasses",
             "selfsubjectaccessreviews",
             "selfsubjectreviews",
             "selfsubjectrulesreviews",
+            "servicecidrs",
+            "storageclasses",
             "subjectaccessreviews",
             "tokenreviews",
             "validatingadmissionpolicies",
             "validatingadmissionpolicybindings",
-            "validatingwebhookconfigurations"
+            "validatingwebhookconfigurations",
+            "volumeattachments",
+            "volumeattributesclasses",
         ],
         "{cluster}"
     );
     let watchable = s.kubectl_ok(&["api-resources", "--verbs=watch", "-o", "name"]);
-    // Stored kinds only: the reviews are create-only.
-    assert_eq!(watchable.lines().count(), 15, "{watchable}");
+    // Stored kinds only: the reviews are create-only, componentstatuses get and list.
+    assert_eq!(watchable.lines().count(), 61, "{watchable}");
+    assert!(
+        !watchable.lines().any(|l| l == "componentstatuses"),
+        "{watchable}"
+    );
     let versions = s.kubectl_ok(&["api-versions"]);
     assert_eq!(
         versions.lines().collect::<Vec<_>>(),
         [
             "admissionregistration.k8s.io/v1",
             "apiextensions.k8s.io/v1",
+            "apiregistration.k8s.io/v1",
+            "apps/v1",
             "authentication.k8s.io/v1",
             "authorization.k8s.io/v1",
+            "autoscaling/v2",
+            "batch/v1",
+            "certificates.k8s.io/v1",
+            "coordination.k8s.io/v1",
+            "discovery.k8s.io/v1",
+            "events.k8s.io/v1",
             "example.dev/v1",
+            "flowcontrol.apiserver.k8s.io/v1",
+            "networking.k8s.io/v1",
+            "node.k8s.io/v1",
+            "policy/v1",
             "rbac.authorization.k8s.io/v1",
+            "resource.k8s.io/v1",
+            "scheduling.k8s.io/v1",
+            "storage.k8s.io/v1",
             "v1"
         ]
     );
@@ -626,7 +693,7 @@ async fn docs_page_renders_the_kinds_in_headless_chromium() {
         String::from_utf8_lossy(&out.stderr)
     );
     for want in [
-        "kinds from 7 OpenAPI documents",
+        "kinds from 22 OpenAPI documents",
         r#"data-anchor="example.dev/v1.Widget""#,
         "Named configuration values, as text (data) or bytes (binaryData).",
         "/api/v1/namespaces/{namespace}/configmaps/{name}",

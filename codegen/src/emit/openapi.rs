@@ -64,14 +64,18 @@ fn document(gv: &str, defs: &[&ResourceDef], sources: &str) -> Value {
     let mut paths = Map::new();
     for d in defs {
         let name = component_name(d, &d.kind);
-        schemas.insert(name.clone(), kind_schema(d));
+        let mut kind = kind_schema(d);
+        hoist_components(&mut kind, &mut schemas);
+        schemas.insert(name.clone(), kind);
         if !d.create_only {
             schemas.insert(component_name(d, &d.list_kind), list_schema(d, &name));
         }
         // The body kinds of create-only subresources (`TokenRequest` in core/v1).
         for sub in &d.subresources.create_only {
             let body = sub.body_def(d);
-            schemas.insert(component_name(&body, &body.kind), kind_schema(&body));
+            let mut kind = kind_schema(&body);
+            hoist_components(&mut kind, &mut schemas);
+            schemas.insert(component_name(&body, &body.kind), kind);
         }
         for (path, item) in paths_of(d, &name) {
             paths.insert(path, item);
@@ -103,6 +107,39 @@ fn document(gv: &str, defs: &[&ResourceDef], sources: &str) -> Value {
         },
         "security": [{ "BearerToken": [] }],
     })
+}
+
+/// Moves every object below `s` that names its component (`x-openapi-component`, an
+/// imported kind's PodSpec, Container, ...) into `schemas` under that name, leaving a
+/// reference, so a document names each upstream type once, as kube-apiserver's do.
+/// A name already there (a kind, the meta types) is kept.
+fn hoist_components(s: &mut Value, schemas: &mut BTreeMap<String, Value>) {
+    let Some(obj) = s.as_object_mut() else {
+        return;
+    };
+    if let Some(Value::Object(props)) = obj.get_mut("properties") {
+        for p in props.values_mut() {
+            hoist_components(p, schemas);
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(sub) = obj.get_mut(key) {
+            hoist_components(sub, schemas);
+        }
+    }
+    if let Some(Value::String(name)) = obj.remove("x-openapi-component") {
+        // What belongs to the use, not the type, stays beside the reference.
+        let mut here = Map::new();
+        for key in ["description", "default", "nullable"] {
+            if let Some(v) = obj.remove(key) {
+                here.insert(key.into(), v);
+            }
+        }
+        let component = std::mem::replace(s, Value::Null);
+        schemas.entry(name.clone()).or_insert(component);
+        here.insert("allOf".into(), json!([schema_ref(&name)]));
+        *s = Value::Object(here);
+    }
 }
 
 /// The component name of `kind` (the definition's kind or list kind).

@@ -74,6 +74,7 @@ const SCHEMA_KEYS: &[&str] = &[
     "x-protobuf-field",
     "x-protobuf-embedded",
     "x-protobuf-raw-json",
+    "x-openapi-component",
 ];
 const SUBRESOURCE_KEYS: &[&str] = &["status", "scale", "createOnly"];
 const CREATE_ONLY_SUBRESOURCE_KEYS: &[&str] = &[
@@ -600,6 +601,7 @@ impl Cx<'_> {
                         .collect();
                 }
                 "x-protobuf-raw-json" => s.protobuf_raw_json = self.flag(v, k.as_str(), diags),
+                "x-openapi-component" => s.component = self.string(v, k.as_str(), diags),
                 _ => {} // reported by check_keys
             }
         }

@@ -41,56 +41,71 @@ impl IncludeObject {
     }
 }
 
-/// The Table's columns: Name, the definition's printer columns, computed ones, Age.
-fn column_definitions(res: &ApiResource) -> Vec<Value> {
-    let mut columns = vec![
-        json!({ "name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0 }),
-    ];
-    for c in &res.def.printer_columns {
-        columns.push(json!({
-            "name": c.name,
-            "type": c.type_,
-            "format": c.format.as_deref().unwrap_or(""),
-            "description": c.description.as_deref().unwrap_or(""),
-            "priority": c.priority,
-        }));
-    }
-    let computed = |c: &ComputedColumn| json!({ "name": c.name, "type": c.type_, "format": "", "description": c.description, "priority": c.priority });
-    let (narrow, wide) = computed_columns(res);
-    columns.extend(narrow.map(computed));
-    columns.push(json!({ "name": "Age", "type": "string", "format": "", "description": "Time since the object was created.", "priority": 0 }));
-    columns.extend(wide.map(computed));
-    columns
+/// One column after Name.
+enum Column<'a> {
+    Printer(&'a codegen::model::PrinterColumn),
+    Computed(&'a ComputedColumn),
+    Age,
 }
 
-/// The kind's computed columns printed before Age, and the wide ones after it.
-fn computed_columns(
-    res: &ApiResource,
-) -> (
-    impl Iterator<Item = &'static ComputedColumn>,
-    impl Iterator<Item = &'static ComputedColumn>,
-) {
-    let all = res.strategy.computed_columns();
-    (
-        all.iter().filter(|c| c.priority == 0),
-        all.iter().filter(|c| c.priority != 0),
-    )
+/// The columns after Name, in order. Custom kinds: printer columns, computed ones, Age
+/// (CRDs' order). Built-in kinds: those of priority 0, Age, then the `-o wide` ones, as
+/// kube-apiserver's printers place Age (`kubectl get pods -o wide`: ... AGE IP NODE).
+fn columns(res: &ApiResource) -> Vec<Column<'_>> {
+    let printer = res.def.printer_columns.iter().map(Column::Printer);
+    let computed = res.strategy.computed_columns().iter().map(Column::Computed);
+    let all = printer.chain(computed);
+    if !res.builtin() {
+        return all.chain([Column::Age]).collect();
+    }
+    let (narrow, wide): (Vec<Column<'_>>, Vec<Column<'_>>) = all.partition(|c| match c {
+        Column::Printer(p) => p.priority == 0,
+        Column::Computed(c) => c.priority == 0,
+        Column::Age => true,
+    });
+    narrow
+        .into_iter()
+        .chain([Column::Age])
+        .chain(wide)
+        .collect()
+}
+
+/// The Table's columns: Name, then [`columns`].
+fn column_definitions(res: &ApiResource) -> Vec<Value> {
+    let mut out = vec![
+        json!({ "name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0 }),
+    ];
+    for c in columns(res) {
+        out.push(match c {
+            Column::Printer(c) => json!({
+                "name": c.name,
+                "type": c.type_,
+                "format": c.format.as_deref().unwrap_or(""),
+                "description": c.description.as_deref().unwrap_or(""),
+                "priority": c.priority,
+            }),
+            Column::Computed(c) => json!({ "name": c.name, "type": c.type_, "format": "", "description": c.description, "priority": c.priority }),
+            Column::Age => json!({ "name": "Age", "type": "string", "format": "", "description": "Time since the object was created.", "priority": 0 }),
+        });
+    }
+    out
 }
 
 /// One row's cells, in [`column_definitions`] order.
 fn cells(res: &ApiResource, obj: &Value) -> Vec<Value> {
     let mut cells = vec![obj["metadata"]["name"].clone()];
-    for c in &res.def.printer_columns {
-        cells.push(json_path(obj, &c.json_path).cloned().unwrap_or(Value::Null));
+    for c in columns(res) {
+        cells.push(match c {
+            Column::Printer(c) => json_path(obj, &c.json_path).cloned().unwrap_or(Value::Null),
+            Column::Computed(c) => (c.value)(obj),
+            Column::Age => Value::String(
+                obj["metadata"]["creationTimestamp"]
+                    .as_str()
+                    .map(human_age)
+                    .unwrap_or_else(|| "<unknown>".into()),
+            ),
+        });
     }
-    let (narrow, wide) = computed_columns(res);
-    cells.extend(narrow.map(|c| (c.value)(obj)));
-    let age = obj["metadata"]["creationTimestamp"]
-        .as_str()
-        .map(human_age)
-        .unwrap_or_else(|| "<unknown>".into());
-    cells.push(Value::String(age));
-    cells.extend(wide.map(|c| (c.value)(obj)));
     cells
 }
 

@@ -18,5 +18,6 @@ pub mod strategic_merge;
 pub mod strategy;
 pub mod virtual_kinds;
 pub mod watcher;
+pub mod workloads;
 
 pub use store::Store;

@@ -12,9 +12,8 @@ pub struct ComputedColumn {
     pub name: &'static str,
     pub type_: &'static str,
     pub description: &'static str,
-    /// 0: always printed; 1: `-o wide` only. Wide columns follow Age, as upstream's
-    /// printers place them.
-    pub priority: i64,
+    /// 0, or 1 and more for columns kubectl shows only with `-o wide`.
+    pub priority: i32,
     /// The top-level fields `value` reads (a Table built from stored bytes decodes only
     /// those).
     pub fields: &'static [&'static str],
@@ -339,6 +338,11 @@ pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy,
         Some("CustomResourceDefinition") => &CustomResourceDefinitionStrategy,
         Some("RBAC") => &RbacStrategy,
         Some("Service") => &super::service_strategy::ServiceStrategy,
+        Some("Pod") => &super::workloads::PodStrategy,
+        Some("Deployment") => &super::workloads::DeploymentStrategy,
+        Some("PodTemplateOwner") => &super::workloads::SPEC_TEMPLATE,
+        Some("CronJob") => &super::workloads::JOB_TEMPLATE,
+        Some("PodTemplate") => &super::workloads::POD_TEMPLATE,
         Some(other) => return Err(format!("the server has no strategy named {other:?}")),
         None if builtin => &PlainCoreStrategy,
         None => &DefaultStrategy,

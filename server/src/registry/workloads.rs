@@ -1,0 +1,500 @@
+//! Pods and the workloads that stamp them out from a pod template: the defaults
+//! kube-apiserver fills in (its `SetDefaults_*` functions) and the columns its table
+//! printers show. No kubelet, scheduler or controller runs here, so nothing fills in
+//! status; the columns read what clients write there.
+
+use serde_json::{json, Map, Value};
+
+use super::strategy::{ComputedColumn, Strategy};
+
+/// Sets `key` to `value` in `obj` when it is absent or null.
+fn default(obj: &mut Map<String, Value>, key: &str, value: Value) {
+    if obj.get(key).is_none_or(Value::is_null) {
+        obj.insert(key.to_string(), value);
+    }
+}
+
+/// The object at `key` of `obj`, created empty when absent.
+fn object<'a>(obj: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
+    default(obj, key, json!({}));
+    obj.get_mut(key).and_then(Value::as_object_mut)
+}
+
+/// A container's image pull policy by default: `Always` for `:latest` or no tag,
+/// `IfNotPresent` otherwise (a digest counts as a tag).
+fn pull_policy(image: &str) -> &'static str {
+    let name = image.rsplit('/').next().unwrap_or(image);
+    if image.contains('@') {
+        return "IfNotPresent";
+    }
+    match name.rsplit_once(':') {
+        Some((_, "latest")) | None => "Always",
+        Some(_) => "IfNotPresent",
+    }
+}
+
+fn default_container(c: &mut Map<String, Value>) {
+    let image = c.get("image").and_then(Value::as_str).unwrap_or_default();
+    let policy = pull_policy(image);
+    default(c, "imagePullPolicy", json!(policy));
+    default(c, "terminationMessagePath", json!("/dev/termination-log"));
+    default(c, "terminationMessagePolicy", json!("File"));
+    default(c, "resources", json!({}));
+    if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+            default(p, "protocol", json!("TCP"));
+        }
+    }
+}
+
+/// Upstream's defaults of a PodSpec, wherever one is (a Pod, a template).
+pub fn default_pod_spec(spec: &mut Map<String, Value>) {
+    default(spec, "restartPolicy", json!("Always"));
+    default(spec, "terminationGracePeriodSeconds", json!(30));
+    default(spec, "dnsPolicy", json!("ClusterFirst"));
+    default(spec, "securityContext", json!({}));
+    default(spec, "schedulerName", json!("default-scheduler"));
+    default(spec, "enableServiceLinks", json!(true));
+    for list in ["initContainers", "containers", "ephemeralContainers"] {
+        if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
+            for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+                default_container(c);
+            }
+        }
+    }
+}
+
+/// The pod spec of a template at `path` (`["spec", "template"]`) of `obj`, if any.
+fn template_spec<'a>(obj: &'a mut Value, path: &[&str]) -> Option<&'a mut Map<String, Value>> {
+    let mut cur = obj;
+    for p in path {
+        cur = cur.get_mut(*p)?;
+    }
+    cur.get_mut("spec")?.as_object_mut()
+}
+
+/// `<none>` for a missing cell, as kubectl prints it.
+fn or_none(v: Option<&Value>) -> Value {
+    match v {
+        Some(v) if !v.is_null() => v.clone(),
+        _ => json!("<none>"),
+    }
+}
+
+fn count(v: &Value) -> i64 {
+    v.as_i64().unwrap_or(0)
+}
+
+fn pod_ready(obj: &Value) -> Value {
+    let total = obj["spec"]["containers"].as_array().map_or(0, Vec::len);
+    let ready = obj["status"]["containerStatuses"]
+        .as_array()
+        .map_or(0, |s| {
+            s.iter().filter(|c| c["ready"] == json!(true)).count()
+        });
+    json!(format!("{ready}/{total}"))
+}
+
+fn pod_status(obj: &Value) -> Value {
+    if obj["metadata"]["deletionTimestamp"].is_string() {
+        return json!("Terminating");
+    }
+    if let Some(reason) = obj["status"]["reason"].as_str() {
+        return json!(reason);
+    }
+    let waiting_or_done = obj["status"]["containerStatuses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find_map(|c| {
+            c["state"]["waiting"]["reason"]
+                .as_str()
+                .or_else(|| c["state"]["terminated"]["reason"].as_str())
+        });
+    match waiting_or_done {
+        Some(r) => json!(r),
+        None => json!(obj["status"]["phase"].as_str().unwrap_or("Pending")),
+    }
+}
+
+fn pod_restarts(obj: &Value) -> Value {
+    let sum: i64 = obj["status"]["containerStatuses"]
+        .as_array()
+        .map_or(0, |s| s.iter().map(|c| count(&c["restartCount"])).sum());
+    json!(sum)
+}
+
+fn pod_ip(obj: &Value) -> Value {
+    or_none(obj["status"].get("podIP"))
+}
+
+fn pod_node(obj: &Value) -> Value {
+    or_none(obj["spec"].get("nodeName"))
+}
+
+fn pod_nominated_node(obj: &Value) -> Value {
+    or_none(obj["status"].get("nominatedNodeName"))
+}
+
+fn pod_readiness_gates(obj: &Value) -> Value {
+    let Some(gates) = obj["spec"]["readinessGates"].as_array() else {
+        return json!("<none>");
+    };
+    let conditions = obj["status"]["conditions"].as_array();
+    let met = gates
+        .iter()
+        .filter(|g| {
+            conditions.is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == g["conditionType"] && c["status"] == json!("True"))
+            })
+        })
+        .count();
+    json!(format!("{met}/{}", gates.len()))
+}
+
+const POD_FIELDS: &[&str] = &["spec", "status"];
+
+const fn column(
+    name: &'static str,
+    type_: &'static str,
+    description: &'static str,
+    priority: i32,
+    fields: &'static [&'static str],
+    value: fn(&Value) -> Value,
+) -> ComputedColumn {
+    ComputedColumn {
+        name,
+        type_,
+        description,
+        priority,
+        fields,
+        value,
+    }
+}
+
+const POD_COLUMNS: &[ComputedColumn] = &[
+    column(
+        "Ready",
+        "string",
+        "Ready containers of all containers.",
+        0,
+        POD_FIELDS,
+        pod_ready,
+    ),
+    column(
+        "Status",
+        "string",
+        "The pod's phase, or why it is not running.",
+        0,
+        POD_FIELDS,
+        pod_status,
+    ),
+    column(
+        "Restarts",
+        "string",
+        "Container restarts, summed.",
+        0,
+        POD_FIELDS,
+        pod_restarts,
+    ),
+    column(
+        "IP",
+        "string",
+        "The pod's IP address.",
+        1,
+        POD_FIELDS,
+        pod_ip,
+    ),
+    column(
+        "Node",
+        "string",
+        "The node the pod is bound to.",
+        1,
+        POD_FIELDS,
+        pod_node,
+    ),
+    column(
+        "Nominated Node",
+        "string",
+        "The node the scheduler nominated for preemption.",
+        1,
+        POD_FIELDS,
+        pod_nominated_node,
+    ),
+    column(
+        "Readiness Gates",
+        "string",
+        "Readiness gates met, of all gates.",
+        1,
+        POD_FIELDS,
+        pod_readiness_gates,
+    ),
+];
+
+/// Pod: upstream's defaults and its table columns (`kubectl get pods -o wide`).
+pub struct PodStrategy;
+impl Strategy for PodStrategy {
+    fn computed_columns(&self) -> &'static [ComputedColumn] {
+        POD_COLUMNS
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+            default_pod_spec(spec);
+        }
+        if let Some(o) = obj.as_object_mut() {
+            if let Some(status) = object(o, "status") {
+                default(status, "phase", json!("Pending"));
+            }
+        }
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+            default_pod_spec(spec);
+        }
+    }
+
+    fn tracks_generation(&self) -> bool {
+        false
+    }
+}
+
+/// The containers' names and images of a template, comma-separated, as kubectl's wide
+/// columns print them.
+fn template_containers(obj: &Value, key: &str) -> Value {
+    let list: Vec<&str> = obj["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c[key].as_str())
+        .collect();
+    json!(list.join(","))
+}
+
+fn containers(obj: &Value) -> Value {
+    template_containers(obj, "name")
+}
+
+fn images(obj: &Value) -> Value {
+    template_containers(obj, "image")
+}
+
+/// A label selector as `kubectl` prints it: `k=v,k in (a,b)`.
+fn selector(obj: &Value) -> Value {
+    let s = &obj["spec"]["selector"];
+    let mut parts: Vec<String> = s["matchLabels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    for e in s["matchExpressions"].as_array().into_iter().flatten() {
+        let key = e["key"].as_str().unwrap_or_default();
+        let values: Vec<&str> = e["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        parts.push(match e["operator"].as_str().unwrap_or_default() {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            other => format!("{key} {other}"),
+        });
+    }
+    if parts.is_empty() {
+        json!("<none>")
+    } else {
+        json!(parts.join(","))
+    }
+}
+
+fn deployment_ready(obj: &Value) -> Value {
+    let ready = count(&obj["status"]["readyReplicas"]);
+    let want = count(&obj["spec"]["replicas"]);
+    json!(format!("{ready}/{want}"))
+}
+
+fn status_count(obj: &Value, key: &str) -> Value {
+    json!(count(&obj["status"][key]))
+}
+
+fn updated(obj: &Value) -> Value {
+    status_count(obj, "updatedReplicas")
+}
+
+fn available(obj: &Value) -> Value {
+    status_count(obj, "availableReplicas")
+}
+
+const SPEC_STATUS: &[&str] = &["spec", "status"];
+
+const DEPLOYMENT_COLUMNS: &[ComputedColumn] = &[
+    column(
+        "Ready",
+        "string",
+        "Ready replicas of those wanted.",
+        0,
+        SPEC_STATUS,
+        deployment_ready,
+    ),
+    column(
+        "Up-to-date",
+        "integer",
+        "Replicas running the current template.",
+        0,
+        SPEC_STATUS,
+        updated,
+    ),
+    column(
+        "Available",
+        "integer",
+        "Replicas available to serve.",
+        0,
+        SPEC_STATUS,
+        available,
+    ),
+    column(
+        "Containers",
+        "string",
+        "The template's container names.",
+        1,
+        SPEC_STATUS,
+        containers,
+    ),
+    column(
+        "Images",
+        "string",
+        "The template's container images.",
+        1,
+        SPEC_STATUS,
+        images,
+    ),
+    column(
+        "Selector",
+        "string",
+        "The label selector of the pods.",
+        1,
+        SPEC_STATUS,
+        selector,
+    ),
+];
+
+/// Deployment: upstream's defaults (replicas, rolling update, history and progress
+/// limits, the template's pod spec) and its table columns.
+pub struct DeploymentStrategy;
+impl Strategy for DeploymentStrategy {
+    fn computed_columns(&self) -> &'static [ComputedColumn] {
+        DEPLOYMENT_COLUMNS
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+            default(spec, "replicas", json!(1));
+            default(spec, "revisionHistoryLimit", json!(10));
+            default(spec, "progressDeadlineSeconds", json!(600));
+            if let Some(strategy) = object(spec, "strategy") {
+                default(strategy, "type", json!("RollingUpdate"));
+                if strategy["type"] == json!("RollingUpdate") {
+                    if let Some(ru) = object(strategy, "rollingUpdate") {
+                        default(ru, "maxUnavailable", json!("25%"));
+                        default(ru, "maxSurge", json!("25%"));
+                    }
+                }
+            }
+        }
+        if let Some(spec) = template_spec(obj, &["spec", "template"]) {
+            default_pod_spec(spec);
+        }
+    }
+
+    fn allow_unconditional_update(&self) -> bool {
+        true
+    }
+}
+
+/// Kinds whose only code is their pod template's defaults (ReplicaSet, StatefulSet,
+/// DaemonSet, Job, ReplicationController, PodTemplate): `path` leads to the template.
+pub struct TemplateStrategy {
+    pub path: &'static [&'static str],
+}
+impl Strategy for TemplateStrategy {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if let Some(spec) = template_spec(obj, self.path) {
+            default_pod_spec(spec);
+        }
+    }
+
+    // Built-in kinds take a PUT without resourceVersion (a pod template has no
+    // generation to track).
+    fn allow_unconditional_update(&self) -> bool {
+        true
+    }
+
+    fn tracks_generation(&self) -> bool {
+        self.path.len() > 1
+    }
+}
+
+/// ReplicaSet, StatefulSet, DaemonSet, ReplicationController and Job (`spec.template`).
+pub static SPEC_TEMPLATE: TemplateStrategy = TemplateStrategy {
+    path: &["spec", "template"],
+};
+
+/// CronJob (`spec.jobTemplate.spec.template`).
+pub static JOB_TEMPLATE: TemplateStrategy = TemplateStrategy {
+    path: &["spec", "jobTemplate", "spec", "template"],
+};
+
+/// PodTemplate (`template`).
+pub static POD_TEMPLATE: TemplateStrategy = TemplateStrategy {
+    path: &["template"],
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pull_policy_follows_the_tag() {
+        assert_eq!(pull_policy("nginx"), "Always");
+        assert_eq!(pull_policy("nginx:latest"), "Always");
+        assert_eq!(pull_policy("nginx:1.27"), "IfNotPresent");
+        assert_eq!(pull_policy("registry:5000/nginx"), "Always");
+        assert_eq!(pull_policy("nginx@sha256:abc"), "IfNotPresent");
+    }
+
+    #[test]
+    fn pods_get_upstreams_defaults_and_keep_what_was_set() {
+        let mut pod = json!({"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80}]}]}});
+        PodStrategy.prepare_for_create(&mut pod);
+        assert_eq!(pod["spec"]["restartPolicy"], "Never");
+        assert_eq!(pod["spec"]["dnsPolicy"], "ClusterFirst");
+        assert_eq!(pod["spec"]["schedulerName"], "default-scheduler");
+        assert_eq!(pod["spec"]["containers"][0]["imagePullPolicy"], "Always");
+        assert_eq!(pod["spec"]["containers"][0]["ports"][0]["protocol"], "TCP");
+        assert_eq!(pod["status"]["phase"], "Pending");
+        assert_eq!(pod_ready(&pod), "0/1");
+        assert_eq!(pod_status(&pod), "Pending");
+        assert_eq!(pod_ip(&pod), "<none>");
+    }
+
+    #[test]
+    fn deployments_default_their_rollout_and_template() {
+        let mut d = json!({"spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}}}});
+        DeploymentStrategy.prepare_for_create(&mut d);
+        assert_eq!(d["spec"]["replicas"], 1);
+        assert_eq!(d["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%");
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"],
+            "IfNotPresent"
+        );
+        assert_eq!(deployment_ready(&d), "0/1");
+        assert_eq!(selector(&d), "app=web");
+        assert_eq!(images(&d), "nginx:1.27");
+    }
+}
