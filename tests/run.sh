@@ -98,7 +98,7 @@ echo "==> black-box suites on etcd (APISERVER_TEST_STORAGE=etcd)"
 semantics_suites=(tests/tests/semantics_*.rs)
 semantics_suites=("${semantics_suites[@]##*/}")
 semantics_suites=("${semantics_suites[@]%.rs}")
-etcd_suites=("${semantics_suites[@]}" watch kubectl kube_client apply bad_input server_bugs harness live_catalog crd crd_clients crd_conversion rbac service_accounts garbage_collection encryption)
+etcd_suites=("${semantics_suites[@]}" watch kubectl kube_client apply bad_input server_bugs harness live_catalog crd crd_clients crd_conversion rbac service_accounts services garbage_collection encryption)
 mapfile -t etcd_binaries < <(
   cargo test --workspace --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, sys

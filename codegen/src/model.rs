@@ -20,6 +20,7 @@ pub const STRATEGIES: &[&str] = &[
     "PodTemplateOwner",
     "RBAC",
     "Secret",
+    "Service",
 ];
 
 /// The server's named hooks that answer a create of a kind that is not stored

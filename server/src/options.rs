@@ -18,6 +18,16 @@ pub struct ServerRunOptions {
     #[arg(long = "secure-port", default_value_t = 6443)]
     pub secure_port: u16,
 
+    /// A CIDR notation IP range from which to assign service cluster IPs (IPv4 only
+    /// here; upstream also takes an IPv6 or a dual-stack pair).
+    #[arg(long = "service-cluster-ip-range", default_value = crate::registry::services::DEFAULT_CLUSTER_IP_RANGE)]
+    pub service_cluster_ip_range: String,
+
+    /// A port range to reserve for services with NodePort visibility (`30000-32767`,
+    /// inclusive at both ends).
+    #[arg(long = "service-node-port-range", default_value = crate::registry::services::DEFAULT_NODE_PORT_RANGE)]
+    pub service_node_port_range: String,
+
     /// The IP address on which to listen for the --secure-port port.
     #[arg(long = "bind-address", default_value = "127.0.0.1")]
     pub bind_address: IpAddr,
@@ -338,6 +348,22 @@ impl ServerRunOptions {
         })
     }
 
+    /// The Service address ranges of `--service-cluster-ip-range` and
+    /// `--service-node-port-range`.
+    pub fn service_allocator(
+        &self,
+    ) -> Result<crate::registry::services::ServiceAllocator, Vec<String>> {
+        use crate::registry::services::{IpRange, PortRange, ServiceAllocator};
+        let ips = IpRange::parse(&self.service_cluster_ip_range)
+            .map_err(|e| format!("--service-cluster-ip-range {e}"));
+        let ports = PortRange::parse(&self.service_node_port_range)
+            .map_err(|e| format!("--service-node-port-range {e}"));
+        match (ips, ports) {
+            (Ok(ips), Ok(ports)) => Ok(ServiceAllocator::new(ips, ports)),
+            (ips, ports) => Err(ips.err().into_iter().chain(ports.err()).collect()),
+        }
+    }
+
     /// Checks flag combinations; returns every problem found.
     pub fn validate(&self) -> Vec<String> {
         let mut errors = Vec::new();
@@ -370,6 +396,9 @@ impl ServerRunOptions {
         }
         self.validate_etcd(&mut errors);
         self.validate_auth(&mut errors);
+        if let Err(e) = self.service_allocator() {
+            errors.extend(e);
+        }
         // Its contents are checked at start-up (`storage::encryption`), every field at fault.
         if let Some(p) = self
             .encryption_provider_config

@@ -10,6 +10,8 @@ pub mod json_patch;
 pub mod managed_fields;
 pub mod propagation;
 pub mod schema;
+pub mod service_strategy;
+pub mod services;
 pub mod storage_errors;
 pub mod store;
 pub mod strategic_merge;

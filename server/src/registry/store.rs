@@ -24,6 +24,7 @@ use crate::storage::{KeyValue, ListPage, Metered, ResourceStorages, Storage, Sto
 use super::cacher::Cacher;
 use super::codec::{decode, json_bytes, served, served_one, stored_bytes, with_rv};
 use super::propagation::finalizers_after_delete;
+use super::services::{IpRange, PortRange, Reservation, ServiceAllocator};
 use super::storage_errors::map_err;
 use super::watcher::Watcher;
 
@@ -169,6 +170,8 @@ pub struct Store {
     /// One watch cache per resource (by key prefix), started on first use; `None` when
     /// `--watch-cache=false`.
     caches: Option<Arc<WatchCaches>>,
+    /// Service cluster IPs and node ports (kinds whose strategy `allocates_addresses`).
+    services: Arc<ServiceAllocator>,
 }
 
 /// The watch caches, by resource key prefix.
@@ -192,6 +195,7 @@ impl Store {
         Store {
             storages,
             caches: watch_cache.then(Default::default),
+            services: Default::default(),
         }
     }
 
@@ -626,6 +630,44 @@ impl Store {
         ))
     }
 
+    /// The same store, allocating Service addresses from these ranges.
+    pub fn with_service_ranges(mut self, allocator: ServiceAllocator) -> Self {
+        self.services = Arc::new(allocator);
+        self
+    }
+
+    /// The Service address ranges.
+    pub fn service_ranges(&self) -> (IpRange, PortRange) {
+        (self.services.cluster_ips, self.services.node_ports)
+    }
+
+    /// Fills in (and checks) the addresses `obj` takes (a Service's cluster IP and node
+    /// ports), reserved until the returned guard drops: the caller keeps it until its
+    /// write is answered. What is taken is read consistently from the stored objects of
+    /// `res` under the allocator's lock, so two writes never take the same address.
+    async fn allocate(
+        &self,
+        res: &ApiResource,
+        obj: &mut Value,
+        old: Option<&Value>,
+    ) -> Result<Option<Reservation>, ApiError> {
+        if !res.strategy.allocates_addresses() {
+            return Ok(None);
+        }
+        let _choosing = self.services.choosing.lock().await;
+        // Reservations first, then the stored objects (see `registry::services`).
+        let mut taken = self.services.in_flight();
+        let stored = self.list(res, None, &ListOptions::default()).await?;
+        for svc in &stored.items {
+            taken.add_service(svc);
+        }
+        let name = meta_str(obj, "name").unwrap_or_default().to_string();
+        self.services
+            .assign(obj, old, taken)
+            .map(Some)
+            .map_err(|causes| ApiError::invalid(res, &name, causes))
+    }
+
     /// The store's current revision.
     pub async fn current_revision(&self) -> Result<u64, ApiError> {
         self.storages
@@ -696,6 +738,8 @@ impl Store {
         }
         strategy.prepare_for_create(&mut obj);
         schema::apply_defaults(&mut obj, &res.schema);
+        // Held until this create is answered (stored or not).
+        let _reservation = self.allocate(res, &mut obj, None).await?;
         {
             let meta = metadata_mut(&mut obj);
             meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
@@ -954,6 +998,17 @@ impl Store {
             strategy.prepare_for_update(&mut obj, &old);
         }
         schema::apply_defaults(&mut obj, &res.schema);
+        let _reservation = if target == Target::Main {
+            // Immutability first: a changed cluster IP is refused as such, not
+            // allocated.
+            let causes = strategy.validate_update(&obj, &old);
+            if !causes.is_empty() {
+                return Err(ApiError::invalid(res, name, causes));
+            }
+            self.allocate(res, &mut obj, Some(&old)).await?
+        } else {
+            None
+        };
         if strategy.tracks_generation() && spec_part(&obj) != spec_part(&old) {
             let generation = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             metadata_mut(&mut obj).insert("generation".into(), json!(generation));

@@ -57,6 +57,16 @@ pub trait Strategy: Send + Sync {
     fn validate(&self, _obj: &Value) -> Vec<StatusCause> {
         Vec::new()
     }
+    /// Kind-specific checks of an update against the stored object (immutable fields),
+    /// made before anything is allocated for it.
+    fn validate_update(&self, _new: &Value, _old: &Value) -> Vec<StatusCause> {
+        Vec::new()
+    }
+    /// Whether objects take Service cluster IPs and node ports, which the store
+    /// allocates (`registry::services`) after preparation and defaults.
+    fn allocates_addresses(&self) -> bool {
+        false
+    }
     /// The rule names follow (DNS-1123 subdomains unless the kind says otherwise).
     fn name_rule(&self) -> NameRule {
         NameRule::Subdomain
@@ -327,6 +337,7 @@ pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy,
         Some("Namespace") => &NamespaceStrategy,
         Some("CustomResourceDefinition") => &CustomResourceDefinitionStrategy,
         Some("RBAC") => &RbacStrategy,
+        Some("Service") => &super::service_strategy::ServiceStrategy,
         Some("Pod") => &super::workloads::PodStrategy,
         Some("Deployment") => &super::workloads::DeploymentStrategy,
         Some("PodTemplateOwner") => &super::workloads::SPEC_TEMPLATE,

@@ -93,7 +93,8 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
     };
     let storage: Arc<dyn Storage> = crate::storage::open(&opts.storage_config()).await?;
     let storages = ResourceStorages::new(storage.clone(), encryption.as_ref());
-    let store = Store::new(storages, opts.watch_cache);
+    let store = Store::new(storages, opts.watch_cache)
+        .with_service_ranges(opts.service_allocator().map_err(|e| e.join("; "))?);
     // Watch caches load now, on this runtime, rather than on a worker's first request;
     // entries registered later get theirs when they are registered.
     for res in catalog.all() {
@@ -130,6 +131,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
     let configured = auth::configure(&opts, &admin_token, &state)?;
     let tls_config = tls::rustls_config(&cert, &opts.tls_policy(), configured.client_verifier)?;
     bootstrap(&state).await?;
+    kubernetes_service(&state, opts.bind_address, opts.secure_port).await?;
     namespaces_created.store(true, std::sync::atomic::Ordering::Release);
     if let Some(rbac) = configured.rbac {
         let bootstrapped = state.hooks.register("rbac/bootstrap-roles");
@@ -319,6 +321,90 @@ async fn bootstrap(state: &ApiState) -> Result<(), String> {
             .ensure(&namespaces, obj)
             .await
             .map_err(|e| format!("creating namespace {ns}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The `kubernetes` Service in `default` (the first address of the cluster IP range,
+/// port 443 `https` to the secure port), its Endpoints and its EndpointSlice, pointing
+/// at this server, as upstream's endpoint reconciler keeps them: created when missing,
+/// the endpoints rewritten when they point elsewhere (another port after a restart).
+async fn kubernetes_service(
+    state: &ApiState,
+    bind: std::net::IpAddr,
+    port: u16,
+) -> Result<(), String> {
+    use crate::registry::store::WriteContext;
+    let address = if bind.is_unspecified() {
+        match bind {
+            std::net::IpAddr::V4(_) => std::net::IpAddr::from([127, 0, 0, 1]),
+            std::net::IpAddr::V6(_) => std::net::IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
+        }
+    } else {
+        bind
+    };
+    let family = if address.is_ipv4() { "IPv4" } else { "IPv6" };
+    let (range, _) = state.store.service_ranges();
+    let labels = json!({ "component": "apiserver", "provider": "kubernetes" });
+    let objects = [
+        (
+            ("", "v1", "services"),
+            json!({ "apiVersion": "v1", "kind": "Service", "metadata": { "name": "kubernetes", "labels": labels }, "spec": { "type": "ClusterIP", "clusterIP": range.first().to_string(), "ports": [{ "name": "https", "port": 443, "protocol": "TCP", "targetPort": port }], "sessionAffinity": "None" } }),
+            false,
+        ),
+        (
+            ("", "v1", "endpoints"),
+            json!({ "apiVersion": "v1", "kind": "Endpoints", "metadata": { "name": "kubernetes", "labels": { "endpointslice.kubernetes.io/skip-mirror": "true" } }, "subsets": [{ "addresses": [{ "ip": address.to_string() }], "ports": [{ "name": "https", "port": port, "protocol": "TCP" }] }] }),
+            true,
+        ),
+        (
+            ("discovery.k8s.io", "v1", "endpointslices"),
+            json!({ "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": { "name": "kubernetes", "labels": { "kubernetes.io/service-name": "kubernetes" } }, "addressType": family, "endpoints": [{ "addresses": [address.to_string()], "conditions": { "ready": true } }], "ports": [{ "name": "https", "port": port, "protocol": "TCP" }] }),
+            true,
+        ),
+    ];
+    for ((group, version, resource), obj, reconcile) in objects {
+        let Some(res) = state.catalog.get(group, version, resource) else {
+            continue;
+        };
+        let ctx = WriteContext::new("kube-apiserver");
+        let fail = |e: crate::api::ApiError| format!("creating {resource} default/kubernetes: {e}");
+        // Looked up first: creating the Service again would find its address taken.
+        let current = match state.store.get(&res, Some("default"), "kubernetes").await {
+            Ok(current) => current,
+            Err(e) if e.is_not_found() => {
+                match state.store.create(&res, Some("default"), obj, &ctx).await {
+                    Ok(_) => continue,
+                    Err(e) if e.is_already_exists() => continue,
+                    Err(e) => return Err(fail(e)),
+                }
+            }
+            Err(e) => return Err(fail(e)),
+        };
+        const FIELDS: [&str; 4] = ["subsets", "endpoints", "ports", "addressType"];
+        let differs = FIELDS
+            .iter()
+            .any(|f| obj.get(*f).is_some() && current.get(*f) != obj.get(*f));
+        if reconcile && differs {
+            let mut updated = current;
+            for f in FIELDS {
+                if let Some(v) = obj.get(f) {
+                    updated[f] = v.clone();
+                }
+            }
+            state
+                .store
+                .update(
+                    &res,
+                    Some("default"),
+                    "kubernetes",
+                    updated,
+                    crate::registry::store::Target::Main,
+                    &ctx,
+                )
+                .await
+                .map_err(fail)?;
+        }
     }
     Ok(())
 }
