@@ -91,28 +91,31 @@ impl Documents {
 /// The OpenAPI documents of the live catalog.
 pub struct OpenApi {
     catalog: Arc<Catalog>,
-    current: RwLock<Arc<Documents>>,
+    current: RwLock<Option<Arc<Documents>>>,
 }
 
 impl OpenApi {
-    /// Builds the documents of `catalog` now.
+    /// The documents of `catalog`, built when first asked for: with every built-in group
+    /// they are megabytes of JSON that start-up need not wait for, nor an idle server hold.
     pub fn new(catalog: Arc<Catalog>) -> Self {
-        let current = RwLock::new(Arc::new(Documents::build(&catalog)));
-        OpenApi { catalog, current }
+        OpenApi {
+            catalog,
+            current: RwLock::new(None),
+        }
     }
 
-    /// The documents of the catalog as it is now (rebuilt if it changed since).
+    /// The documents of the catalog as it is now (built if it changed since, or never was).
     pub fn documents(&self) -> Arc<Documents> {
         let cached = self
             .current
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        if cached.generation == self.catalog.generation() {
-            return cached;
+        if let Some(docs) = cached.filter(|d| d.generation == self.catalog.generation()) {
+            return docs;
         }
         let fresh = Arc::new(Documents::build(&self.catalog));
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = fresh.clone();
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Some(fresh.clone());
         fresh
     }
 }

@@ -465,9 +465,8 @@ async fn kube_rs_with_k8s_openapi_types_does_crud_and_watch() {
     .expect("create pod p2");
     let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p2"},
                          "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}});
-    let bytes = serde_json::to_vec(&binding).unwrap();
-    let status: serde_json::Value = pods
-        .create_subresource("binding", "p2", &PostParams::default(), bytes.clone())
+    let status: Value = pods
+        .create_subresource::<Value, Value>("binding", "p2", &PostParams::default(), &binding)
         .await
         .expect("bind p2");
     assert_eq!(status["status"], "Success");
@@ -478,7 +477,7 @@ async fn kube_rs_with_k8s_openapi_types_does_crud_and_watch() {
         .iter()
         .any(|c| c.type_ == "PodScheduled" && c.status == "True"));
     let again = pods
-        .create_subresource::<serde_json::Value>("binding", "p2", &PostParams::default(), bytes)
+        .create_subresource::<Value, Value>("binding", "p2", &PostParams::default(), &binding)
         .await
         .expect_err("a bound pod cannot be bound again");
     assert!(

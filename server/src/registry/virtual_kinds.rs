@@ -202,35 +202,51 @@ impl CreateHook for Binding {
         let now = crate::api::meta::now_rfc3339();
         req.state
             .store
-            .patch(&pods, req.namespace, name, crate::registry::store::Target::Main, &ctx, |old| {
-                let mut pod = old.clone();
-                if pod["metadata"]["deletionTimestamp"].is_string() {
-                    return Err(ApiError::conflict_with(
-                        format!("pod {name} is being deleted, cannot be assigned to a host"),
-                        json!({"name": name, "kind": "pods"}),
-                    ));
-                }
-                if let Some(assigned) = pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
-                    return Err(ApiError::conflict_with(
-                        format!("pod {name} is already assigned to node \"{assigned}\""),
-                        json!({"name": name, "kind": "pods"}),
-                    ));
-                }
-                pod["spec"]["nodeName"] = json!(node);
-                if let Some(extra) = annotations.as_object() {
-                    for (k, v) in extra {
-                        pod["metadata"]["annotations"][k] = v.clone();
+            .patch(
+                &pods,
+                req.namespace,
+                name,
+                crate::registry::store::Target::Main,
+                &ctx,
+                |old| {
+                    let mut pod = old.clone();
+                    if pod["metadata"]["deletionTimestamp"].is_string() {
+                        return Err(ApiError::conflict_with(
+                            format!("pod {name} is being deleted, cannot be assigned to a host"),
+                            json!({"name": name, "kind": "pods"}),
+                        ));
                     }
-                }
-                // The status subresource is the kubelet's; the condition rides along with
-                // the assignment as upstream's binding writes it.
-                let condition = json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
+                    if let Some(assigned) =
+                        pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty())
+                    {
+                        return Err(ApiError::conflict_with(
+                            format!("pod {name} is already assigned to node \"{assigned}\""),
+                            json!({"name": name, "kind": "pods"}),
+                        ));
+                    }
+                    pod["spec"]["nodeName"] = json!(node);
+                    if let Some(extra) = annotations.as_object() {
+                        for (k, v) in extra {
+                            pod["metadata"]["annotations"][k] = v.clone();
+                        }
+                    }
+                    Ok(pod)
+                },
+            )
+            .await?;
+        // The PodScheduled condition lives in status, which a main write leaves alone.
+        let condition = json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
+        let status = crate::registry::store::Target::Status;
+        req.state
+            .store
+            .patch(&pods, req.namespace, name, status, &ctx, |old| {
+                let mut pod = old.clone();
                 match pod["status"]["conditions"].as_array_mut() {
                     Some(list) => {
                         list.retain(|c| c["type"] != "PodScheduled");
-                        list.push(condition);
+                        list.push(condition.clone());
                     }
-                    None => pod["status"]["conditions"] = json!([condition]),
+                    None => pod["status"]["conditions"] = json!([condition.clone()]),
                 }
                 Ok(pod)
             })
