@@ -105,7 +105,9 @@ async fn unknown_paths_are_not_found() {
         "/apis/nope.example.com/v1/things",
         "/apis/example.dev/v1/namespaces/default/things",
         "/apis/example.dev/v2/gadgets",
-        "/api/v1/namespaces/default/pods",
+        "/api/v1/namespaces/default/bananas",
+        // A subresource only a kubelet serves.
+        "/api/v1/namespaces/default/pods/x/exec",
         "/api/v1/namespaces/default/configmaps/x/status",
         "/nonsense",
     ] {
