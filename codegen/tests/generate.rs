@@ -132,6 +132,7 @@ fn the_shipped_definitions_are_valid() {
     assert_eq!(
         kinds,
         [
+            "Binding",
             "ComponentStatus",
             "ConfigMap",
             "Endpoints",
