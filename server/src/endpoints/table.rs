@@ -70,12 +70,12 @@ fn columns(res: &ApiResource) -> Vec<Column<'_>> {
         .collect()
 }
 
-/// The Table's columns: Name, then [`columns`].
-fn column_definitions(res: &ApiResource) -> Vec<Value> {
+/// The Table's columns: Name, then `columns` (of [`columns`]).
+fn column_definitions(columns: &[Column<'_>]) -> Vec<Value> {
     let mut out = vec![
         json!({ "name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0 }),
     ];
-    for c in columns(res) {
+    for c in columns {
         out.push(match c {
             Column::Printer(c) => json!({
                 "name": c.name,
@@ -92,9 +92,9 @@ fn column_definitions(res: &ApiResource) -> Vec<Value> {
 }
 
 /// One row's cells, in [`column_definitions`] order.
-fn cells(res: &ApiResource, obj: &Value) -> Vec<Value> {
+fn cells(columns: &[Column<'_>], obj: &Value) -> Vec<Value> {
     let mut cells = vec![obj["metadata"]["name"].clone()];
-    for c in columns(res) {
+    for c in columns {
         cells.push(match c {
             Column::Printer(c) => json_path(obj, &c.json_path).cloned().unwrap_or(Value::Null),
             Column::Computed(c) => (c.value)(obj),
@@ -117,11 +117,12 @@ pub fn table(
     list_meta: Value,
     include: IncludeObject,
 ) -> Value {
-    let columns = column_definitions(res);
+    let order = columns(res);
+    let columns = column_definitions(&order);
     let rows: Vec<Value> = items
         .into_iter()
         .map(|mut obj| {
-            let mut row = json!({ "cells": cells(res, &obj) });
+            let mut row = json!({ "cells": cells(&order, &obj) });
             match include {
                 IncludeObject::None => {}
                 IncludeObject::Metadata => {
@@ -146,7 +147,8 @@ pub fn table_from_stored(
     list_meta: &Value,
     include: IncludeObject,
 ) -> Result<Vec<u8>, String> {
-    let head = json!({ "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "columnDefinitions": column_definitions(res) });
+    let order = columns(res);
+    let head = json!({ "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "columnDefinitions": column_definitions(&order) });
     let mut out = serde_json::to_vec(&head).map_err(|e| e.to_string())?;
     out.pop(); // the closing brace: rows follow
     out.extend_from_slice(b",\"rows\":[");
@@ -182,7 +184,7 @@ pub fn table_from_stored(
             }
         }
         out.extend_from_slice(b"{\"cells\":");
-        serde_json::to_writer(&mut out, &cells(res, &Value::Object(view)))
+        serde_json::to_writer(&mut out, &cells(&order, &Value::Object(view)))
             .map_err(|e| e.to_string())?;
         let rv = kv.mod_revision;
         match include {
