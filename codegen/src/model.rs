@@ -10,6 +10,7 @@ use crate::diagnostics::Location;
 /// The per-kind hooks the server provides by name (`strategy:` in a definition): what
 /// kube-apiserver keeps in each built-in kind's `strategy.go`.
 pub const STRATEGIES: &[&str] = &[
+    "APIService",
     "ConfigMap",
     "CronJob",
     "CustomResourceDefinition",

@@ -143,32 +143,77 @@ pub fn compare_versions(a: &str, b: &str) -> Ordering {
     }
 }
 
-/// Resources of one group, by version (versions in priority order, resources by plural).
-type GroupVersions = Vec<(String, Vec<Arc<ApiResource>>)>;
+/// What serves one group-version.
+enum Served {
+    /// This server: its catalog entries, sorted by plural.
+    Local(Vec<Arc<ApiResource>>),
+    /// Another server, through an APIService: the `APIResourceList` it last answered.
+    Remote(Value),
+}
 
-/// Every served group (the core group is `""`) with its versions and resources.
-fn by_group(state: &ApiState) -> BTreeMap<String, GroupVersions> {
-    let mut map: BTreeMap<String, BTreeMap<String, Vec<Arc<ApiResource>>>> = BTreeMap::new();
+/// The versions of one group, in priority order (the first is preferred).
+type GroupVersions = Vec<(String, Served)>;
+
+/// Every served group (the core group is `""`) with its versions, in the order
+/// discovery lists them: by the highest `groupPriorityMinimum` of the group's
+/// APIServices, then by name; versions by `versionPriority`, then as Kubernetes orders
+/// versions. A group-version an available APIService gives to another server is that
+/// server's; one whose server is unavailable is left out.
+fn by_group(state: &ApiState) -> Vec<(String, GroupVersions)> {
+    let mut map: BTreeMap<(String, String), Served> = BTreeMap::new();
     for r in state.catalog.all() {
-        map.entry(r.def.group.to_string())
-            .or_default()
-            .entry(r.def.version.to_string())
-            .or_default()
-            .push(r);
+        let key = (r.def.group.to_string(), r.def.version.to_string());
+        if let Served::Local(rs) = map.entry(key).or_insert_with(|| Served::Local(Vec::new())) {
+            rs.push(r);
+        }
     }
-    map.into_iter()
-        .map(|(group, versions)| {
-            let mut versions: GroupVersions = versions
-                .into_iter()
-                .map(|(v, mut rs)| {
-                    rs.sort_by(|a, b| a.def.plural.cmp(&b.def.plural));
-                    (v, rs)
-                })
-                .collect();
-            versions.sort_by(|a, b| compare_versions(&a.0, &b.0));
-            (group, versions)
+    // A group-version another server claims is not this server's, available or not.
+    for s in state
+        .aggregator
+        .all()
+        .iter()
+        .filter(|s| s.backend.is_some())
+    {
+        map.remove(&(s.group.clone(), s.version.clone()));
+    }
+    for (service, docs) in state.aggregator.remote_documents() {
+        if let Some(list) = docs.resources {
+            map.insert(
+                (service.group.clone(), service.version.clone()),
+                Served::Remote(list),
+            );
+        }
+    }
+    let priority = |g: &str, v: &str| {
+        state
+            .aggregator
+            .priority(g, v)
+            .unwrap_or_else(|| crate::aggregator::priorities::priority(g, v))
+    };
+    let mut groups: BTreeMap<String, GroupVersions> = BTreeMap::new();
+    for ((group, version), mut served) in map {
+        if let Served::Local(rs) = &mut served {
+            rs.sort_by(|a, b| a.def.plural.cmp(&b.def.plural));
+        }
+        groups.entry(group).or_default().push((version, served));
+    }
+    let mut out: Vec<(String, GroupVersions, i64)> = groups
+        .into_iter()
+        .map(|(group, mut versions)| {
+            versions.sort_by(|a, b| {
+                let (pa, pb) = (priority(&group, &a.0).1, priority(&group, &b.0).1);
+                pb.cmp(&pa).then_with(|| compare_versions(&a.0, &b.0))
+            });
+            let top = versions
+                .iter()
+                .map(|(v, _)| priority(&group, v).0)
+                .max()
+                .unwrap_or(0);
+            (group, versions, top)
         })
-        .collect()
+        .collect();
+    out.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    out.into_iter().map(|(g, vs, _)| (g, vs)).collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -253,10 +298,11 @@ fn group_doc(group: &str, versions: &GroupVersions) -> Value {
     })
 }
 
-fn api_versions_doc(req: &HttpRequest, groups: &BTreeMap<String, GroupVersions>) -> Value {
+fn api_versions_doc(req: &HttpRequest, groups: &[(String, GroupVersions)]) -> Value {
     let versions: Vec<&str> = groups
-        .get("")
-        .map(|vs| vs.iter().map(|(v, _)| v.as_str()).collect())
+        .iter()
+        .find(|(g, _)| g.is_empty())
+        .map(|(_, vs)| vs.iter().map(|(v, _)| v.as_str()).collect())
         .unwrap_or_default();
     let host = req.connection_info().host().to_string();
     json!({
@@ -266,7 +312,7 @@ fn api_versions_doc(req: &HttpRequest, groups: &BTreeMap<String, GroupVersions>)
     })
 }
 
-fn api_group_list_doc(groups: &BTreeMap<String, GroupVersions>) -> Value {
+fn api_group_list_doc(groups: &[(String, GroupVersions)]) -> Value {
     let groups: Vec<Value> = groups
         .iter()
         .filter(|(g, _)| !g.is_empty())
@@ -388,6 +434,48 @@ fn aggregated_resource(r: &ApiResource) -> Value {
     e
 }
 
+/// The `APIResourceDiscovery` entries of another server's `APIResourceList`: each
+/// resource with its subresources (the `<resource>/<subresource>` entries) under it.
+fn aggregated_from_legacy(list: &Value) -> Vec<Value> {
+    let entries: Vec<&Value> = list["resources"].as_array().into_iter().flatten().collect();
+    let text = |e: &Value, f: &str| e[f].as_str().unwrap_or_default().to_string();
+    entries
+        .iter()
+        .filter(|e| !text(e, "name").contains('/'))
+        .map(|e| {
+            let name = text(e, "name");
+            let mut out = json!({
+                "resource": name,
+                "responseKind": { "group": text(e, "group"), "version": text(e, "version"), "kind": text(e, "kind") },
+                "scope": if e["namespaced"].as_bool() == Some(true) { "Namespaced" } else { "Cluster" },
+                "singularResource": text(e, "singularName"),
+                "verbs": e["verbs"].clone(),
+            });
+            for field in ["shortNames", "categories"] {
+                if e[field].is_array() {
+                    out[field] = e[field].clone();
+                }
+            }
+            let prefix = format!("{name}/");
+            let subs: Vec<Value> = entries
+                .iter()
+                .filter_map(|s| Some((text(s, "name").strip_prefix(&prefix)?.to_string(), s)))
+                .map(|(sub, s)| {
+                    json!({
+                        "subresource": sub,
+                        "responseKind": { "group": text(s, "group"), "version": text(s, "version"), "kind": text(s, "kind") },
+                        "verbs": s["verbs"].clone(),
+                    })
+                })
+                .collect();
+            if !subs.is_empty() {
+                out["subresources"] = Value::Array(subs);
+            }
+            out
+        })
+        .collect()
+}
+
 /// One `APIGroupDiscovery`: versions in priority order (the first is preferred).
 fn aggregated_group(group: &str, versions: &GroupVersions) -> Value {
     let metadata = if group.is_empty() {
@@ -397,8 +485,11 @@ fn aggregated_group(group: &str, versions: &GroupVersions) -> Value {
     };
     let versions: Vec<Value> = versions
         .iter()
-        .map(|(v, rs)| {
-            let resources: Vec<Value> = rs.iter().map(|r| aggregated_resource(r)).collect();
+        .map(|(v, served)| {
+            let resources: Vec<Value> = match served {
+                Served::Local(rs) => rs.iter().map(|r| aggregated_resource(r)).collect(),
+                Served::Remote(list) => aggregated_from_legacy(list),
+            };
             json!({ "version": v, "resources": resources, "freshness": "Current" })
         })
         .collect();
@@ -406,8 +497,8 @@ fn aggregated_group(group: &str, versions: &GroupVersions) -> Value {
 }
 
 /// The `APIGroupDiscoveryList` for `/api` (`core`) or `/apis` (every named group).
-pub fn aggregated_doc(
-    groups: &BTreeMap<String, GroupVersions>,
+fn aggregated_doc(
+    groups: &[(String, GroupVersions)],
     core: bool,
     discovery_version: &str,
 ) -> Value {
@@ -490,8 +581,9 @@ async fn api_group(
     let group = path.into_inner();
     let groups = by_group(&state);
     let versions = groups
-        .get(group.as_str())
-        .filter(|_| !group.is_empty())
+        .iter()
+        .find(|(g, _)| *g == group && !group.is_empty())
+        .map(|(_, vs)| vs)
         .ok_or_else(|| ApiError::path_not_found(req.path()))?;
     let mut doc = json!({ "kind": "APIGroup", "apiVersion": "v1" });
     if let (Some(d), Value::Object(body)) = (doc.as_object_mut(), group_doc(&group, versions)) {

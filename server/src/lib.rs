@@ -8,6 +8,7 @@
 //! HTTPS serving.
 
 pub mod admission;
+pub mod aggregator;
 pub mod api;
 pub mod apiextensions;
 pub mod audit;

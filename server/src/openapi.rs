@@ -22,6 +22,7 @@ use bytes::Bytes;
 use serde_json::json;
 use sha2::{Digest, Sha512};
 
+use crate::aggregator::Aggregator;
 use crate::api::ApiError;
 use crate::catalog::Catalog;
 
@@ -56,9 +57,9 @@ impl Document {
     }
 }
 
-/// Every document of one catalog generation.
+/// Every document of one catalog generation (and one of the aggregator's).
 pub struct Documents {
-    generation: u64,
+    generation: (u64, u64),
     /// One OpenAPI v3 document per group-version, sorted by path.
     pub v3: Vec<Document>,
     /// The Swagger 2.0 document.
@@ -68,13 +69,30 @@ pub struct Documents {
 }
 
 impl Documents {
-    fn build(catalog: &Catalog) -> Documents {
-        // Read the generation first: a change racing this build makes the next request
+    fn build(catalog: &Catalog, aggregator: Option<&Aggregator>) -> Documents {
+        // Read the generations first: a change racing this build makes the next request
         // build again rather than leaving stale documents cached.
-        let generation = catalog.generation();
+        let generation = (
+            catalog.generation(),
+            aggregator.map_or(0, |a| a.generation()),
+        );
         let defs: Vec<codegen::model::ResourceDef> =
             catalog.all().iter().map(|r| r.def.clone()).collect();
-        let docs = codegen::openapi_documents(&defs);
+        let mut docs = codegen::openapi_documents(&defs);
+        // Other servers' group-versions: their own documents, in place of any local one.
+        for (service, remote) in aggregator.map(|a| a.remote_documents()).unwrap_or_default() {
+            let path =
+                crate::aggregator::availability::discovery_path(&service.group, &service.version);
+            let path = path.trim_start_matches('/');
+            if let Some(v3) = &remote.openapi_v3 {
+                docs.v3.retain(|(p, _)| p != path);
+                docs.v3.push((path.to_string(), (**v3).clone()));
+            }
+            if let Some(v2) = &remote.openapi_v2 {
+                merge_v2(&mut docs.v2, v2, &format!("/{path}/"));
+            }
+        }
+        docs.v3.sort_by(|a, b| a.0.cmp(&b.0));
         Documents {
             generation,
             v3: docs
@@ -88,9 +106,27 @@ impl Documents {
     }
 }
 
-/// The OpenAPI documents of the live catalog.
+/// Adds to `ours` the paths of `theirs` under `prefix` (the group-version an APIService
+/// claims) and the definitions they use that `ours` lacks.
+fn merge_v2(ours: &mut serde_json::Value, theirs: &serde_json::Value, prefix: &str) {
+    if let Some(paths) = theirs["paths"].as_object() {
+        for (path, item) in paths.iter().filter(|(p, _)| p.starts_with(prefix)) {
+            ours["paths"][path] = item.clone();
+        }
+    }
+    if let Some(definitions) = theirs["definitions"].as_object() {
+        for (name, schema) in definitions {
+            if ours["definitions"].get(name).is_none() {
+                ours["definitions"][name] = schema.clone();
+            }
+        }
+    }
+}
+
+/// The OpenAPI documents of the live catalog, and of the aggregated servers.
 pub struct OpenApi {
     catalog: Arc<Catalog>,
+    aggregator: Option<Arc<Aggregator>>,
     current: RwLock<Option<Arc<Documents>>>,
 }
 
@@ -100,8 +136,15 @@ impl OpenApi {
     pub fn new(catalog: Arc<Catalog>) -> Self {
         OpenApi {
             catalog,
+            aggregator: None,
             current: RwLock::new(None),
         }
+    }
+
+    /// Merges in the documents of the servers `aggregator`'s APIServices name.
+    pub fn with_aggregator(mut self, aggregator: Arc<Aggregator>) -> Self {
+        self.aggregator = Some(aggregator);
+        self
     }
 
     /// The documents of the catalog as it is now (built if it changed since, or never was).
@@ -111,10 +154,14 @@ impl OpenApi {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        if let Some(docs) = cached.filter(|d| d.generation == self.catalog.generation()) {
+        let now = (
+            self.catalog.generation(),
+            self.aggregator.as_ref().map_or(0, |a| a.generation()),
+        );
+        if let Some(docs) = cached.filter(|d| d.generation == now) {
             return docs;
         }
-        let fresh = Arc::new(Documents::build(&self.catalog));
+        let fresh = Arc::new(Documents::build(&self.catalog, self.aggregator.as_deref()));
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Some(fresh.clone());
         fresh
     }

@@ -271,6 +271,20 @@ pub struct ServerRunOptions {
     /// dropped when the queue is full).
     #[arg(long = "audit-log-mode", default_value = "blocking")]
     pub audit_log_mode: String,
+
+    /// Client certificate (PEM) the aggregator presents to the servers of APIServices,
+    /// which read the user from its front-proxy headers.
+    #[arg(long = "proxy-client-cert-file", value_name = "FILE")]
+    pub proxy_client_cert_file: Option<PathBuf>,
+
+    /// Private key (PEM) of --proxy-client-cert-file.
+    #[arg(long = "proxy-client-key-file", value_name = "FILE")]
+    pub proxy_client_key_file: Option<PathBuf>,
+
+    /// Proxy to an APIService's Service through one of its endpoints rather than its
+    /// cluster IP.
+    #[arg(long = "enable-aggregator-routing", default_value_t = false)]
+    pub enable_aggregator_routing: bool,
 }
 
 /// Auditing as the flags ask for it (see [`ServerRunOptions::audit_config`]).
@@ -281,6 +295,24 @@ pub struct AuditConfig {
 }
 
 impl ServerRunOptions {
+    /// The aggregator's front-proxy client certificate, when both files are given.
+    pub fn proxy_client_cert(
+        &self,
+    ) -> Result<Option<crate::aggregator::backend::ProxyClientCert>, String> {
+        match (&self.proxy_client_cert_file, &self.proxy_client_key_file) {
+            (Some(cert), Some(key)) => {
+                crate::aggregator::backend::ProxyClientCert::load(cert, key).map(Some)
+            }
+            (Some(_), None) => {
+                Err("--proxy-client-cert-file requires --proxy-client-key-file".into())
+            }
+            (None, Some(_)) => {
+                Err("--proxy-client-key-file requires --proxy-client-cert-file".into())
+            }
+            (None, None) => Ok(None),
+        }
+    }
+
     /// The admission plugins the flags select, in the order they run.
     pub fn admission_plugins(&self) -> Result<Vec<&'static str>, Vec<String>> {
         crate::admission::plugins::select(
@@ -389,6 +421,9 @@ impl ServerRunOptions {
             (None, None) => {}
         }
         if let Err(e) = self.tls_policy().check() {
+            errors.push(e);
+        }
+        if let Err(e) = self.proxy_client_cert() {
             errors.push(e);
         }
         if self.request_timeout.is_zero() {

@@ -68,6 +68,24 @@ impl TestCa {
     }
 }
 
+impl TestCa {
+    /// A serving certificate for the DNS names `names`: `(cert, key)` PEM.
+    ///
+    /// # Panics
+    ///
+    /// When rcgen fails.
+    pub fn serving_cert(&self, names: &[&str]) -> (String, String) {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let mut params = rcgen::CertificateParams::new(names).expect("params");
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+        let key = rcgen::KeyPair::generate().expect("serving key");
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .expect("serving certificate");
+        (cert.pem(), key.serialize_pem())
+    }
+}
+
 /// How a kubeconfig's user authenticates.
 pub enum UserCredentials {
     /// A bearer token.

@@ -118,4 +118,6 @@ pub struct ApiState {
     pub crds_synced: Arc<std::sync::atomic::AtomicBool>,
     /// The post-start hooks and shutdown state `/healthz`, `/livez` and `/readyz` report.
     pub hooks: Arc<crate::server::health::Hooks>,
+    /// The APIServices: which group-versions other servers serve, and what they said.
+    pub aggregator: Arc<crate::aggregator::Aggregator>,
 }

@@ -332,6 +332,7 @@ impl Strategy for CustomResourceDefinitionStrategy {
 /// generic ones of built-in or custom kinds.
 pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy, String> {
     Ok(match name {
+        Some("APIService") => &crate::aggregator::strategy::ApiServiceStrategy,
         Some("Secret") => &SecretStrategy,
         Some("ConfigMap") => &ConfigMapStrategy,
         Some("Namespace") => &NamespaceStrategy,

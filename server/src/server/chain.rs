@@ -13,15 +13,70 @@ use crate::api::ApiError;
 use crate::endpoints::request_info::RequestInfo;
 use crate::endpoints::{handlers, ApiState, RequestScope};
 
-/// Link 1, the aggregator: proxies groups claimed by an APIService to their backend.
-/// No APIService can be registered yet, so it always delegates.
+/// Link 1, the aggregator: a request for a group-version that an APIService with a
+/// `spec.service` claims is proxied to that server (`/apis/<group>/<version>` and
+/// everything under it); everything else is delegated.
 pub async fn aggregator(
-    req: ServiceRequest,
+    mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    next.call(req)
-        .await
-        .map(ServiceResponse::map_into_boxed_body)
+    let remote = match (
+        claimed_group_version(req.path()),
+        req.app_data::<web::Data<ApiState>>(),
+    ) {
+        (Some((group, version)), Some(state)) => state
+            .aggregator
+            .remote(group, version)
+            .map(|service| (state.clone(), service)),
+        _ => None,
+    };
+    let Some((state, service)) = remote else {
+        return next
+            .call(req)
+            .await
+            .map(ServiceResponse::map_into_boxed_body);
+    };
+    let payload = req.take_payload();
+    let body = crate::endpoints::body::read(req.headers(), payload).await?;
+    let user = crate::auth::user(req.request())
+        .map(|u| (*u).clone())
+        .unwrap_or_else(crate::auth::UserInfo::anonymous);
+    let path_and_query = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/")
+        .to_string();
+    let answer = crate::aggregator::proxy::forward(
+        &state.aggregator,
+        &service,
+        &user,
+        req.method(),
+        &path_and_query,
+        req.headers(),
+        body,
+    )
+    .await;
+    let response = match answer {
+        Ok(r) => r,
+        Err(e) => actix_web::ResponseError::error_response(&e),
+    };
+    Ok(req.into_response(response))
+}
+
+/// The group-version an API path addresses: `/apis/<group>/<version>/...` or
+/// `/api/<version>/...` (the core group).
+fn claimed_group_version(path: &str) -> Option<(&str, &str)> {
+    let mut segments = path.trim_start_matches('/').split('/');
+    match segments.next()? {
+        "apis" => {
+            let group = segments.next().filter(|g| !g.is_empty())?;
+            let version = segments.next().filter(|v| !v.is_empty())?;
+            Some((group, version))
+        }
+        "api" => Some(("", segments.next().filter(|v| !v.is_empty())?)),
+        _ => None,
+    }
 }
 
 /// Link 2's resource half: every resource path a catalog entry serves, through the

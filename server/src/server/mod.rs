@@ -108,12 +108,19 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         opts.bind_address,
     )?;
     let admin_token = admin_token(&opts)?;
+    let aggregator = crate::aggregator::Aggregator::new(
+        catalog.clone(),
+        store.clone(),
+        opts.proxy_client_cert()?,
+        opts.enable_aggregator_routing,
+    );
     let state = web::Data::new(ApiState {
         catalog: catalog.clone(),
         store,
         storage,
         crds_synced: Default::default(),
         hooks: Default::default(),
+        aggregator: aggregator.clone(),
     });
     // Post-start hooks, as kube-apiserver names them; readiness waits for each.
     let hooks = &state.hooks;
@@ -153,7 +160,10 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
     if let Some(dir) = &opts.definitions_dir {
         crate::controllers::definitions::spawn(catalog.clone(), dir.clone());
     }
-    let openapi = web::Data::new(OpenApi::new(catalog.clone()));
+    // After the system namespaces and the CRD controller: the local APIServices name
+    // every group-version served at start-up.
+    aggregator.start().await?;
+    let openapi = web::Data::new(OpenApi::new(catalog.clone()).with_aggregator(aggregator.clone()));
 
     // 4. The delegation chain inside the request filters.
     let app_state = state.clone();

@@ -1,0 +1,112 @@
+//! Keeps a local APIService for every group-version the catalog serves, as upstream's
+//! autoregistration controller does: created at start-up for the compiled-in
+//! group-versions, and for those registered while serving (CRDs, `--definitions-dir`),
+//! which are deleted again when their last kind goes. An APIService a user pointed at a
+//! service is left alone: it takes the group-version over.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+
+use super::priorities::{self, AUTOMANAGED};
+use crate::api::options::DeleteOptions;
+use crate::catalog::{ApiResource, Catalog};
+use crate::registry::Store;
+
+/// Creates the missing local APIServices now, then keeps them current in a task.
+pub async fn start(
+    catalog: Arc<Catalog>,
+    store: Store,
+    kind: Arc<ApiResource>,
+) -> Result<(), String> {
+    sync(&catalog, &store, &kind, true).await?;
+    let changed = Arc::new(Notify::new());
+    let wake = changed.clone();
+    catalog.subscribe(Box::new(move |_| wake.notify_one()));
+    crate::panics::spawn("APIService registration", async move {
+        loop {
+            changed.notified().await;
+            if let Err(e) = sync(&catalog, &store, &kind, false).await {
+                tracing::warn!("APIService registration: {e}");
+            }
+        }
+    });
+    Ok(())
+}
+
+/// The group-versions the catalog serves.
+fn served(catalog: &Catalog) -> BTreeSet<(String, String)> {
+    catalog
+        .all()
+        .iter()
+        .map(|r| (r.def.group.to_string(), r.def.version.to_string()))
+        .collect()
+}
+
+async fn sync(
+    catalog: &Catalog,
+    store: &Store,
+    kind: &ApiResource,
+    at_start: bool,
+) -> Result<(), String> {
+    let served = served(catalog);
+    let existing = store
+        .list(kind, None, &crate::controllers::from_cache())
+        .await
+        .map_err(|e| e.to_string())?
+        .items;
+    let names: BTreeSet<&str> = existing
+        .iter()
+        .filter_map(|o| o["metadata"]["name"].as_str())
+        .collect();
+    for (group, version) in &served {
+        if names.contains(priorities::name(group, version).as_str()) {
+            continue;
+        }
+        let obj = priorities::local(group, version, at_start);
+        match store
+            .create(
+                kind,
+                None,
+                obj,
+                &crate::registry::store::WriteContext::new("kube-apiserver"),
+            )
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if e.is_already_exists() => {}
+            Err(e) => return Err(format!("creating APIService {version}.{group}: {e}")),
+        }
+    }
+    // Local APIServices of group-versions no longer served go (upstream keeps the
+    // `onstart` ones until the next start; a kind served at start-up cannot go here).
+    for obj in &existing {
+        let automanaged = obj["metadata"]["labels"][AUTOMANAGED].is_string();
+        let local = obj["spec"]["service"].is_null();
+        let gv = (
+            obj["spec"]["group"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            obj["spec"]["version"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        );
+        let Some(name) = obj["metadata"]["name"].as_str() else {
+            continue;
+        };
+        if automanaged && local && !served.contains(&gv) {
+            match store
+                .delete(kind, None, name, &DeleteOptions::default(), None)
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(format!("deleting APIService {name}: {e}")),
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,301 @@
+//! API aggregation, as a user meets it: server B serves a group (a CRD installed on B
+//! only); server A gets an ExternalName Service and an APIService pointing at B; kubectl
+//! and kube-rs against A then list, get, create, patch and watch B's objects, A's
+//! discovery and OpenAPI show them, and B going away makes only that group unavailable.
+
+use std::time::{Duration, Instant};
+
+use apiserver_tests::credentials::TestCa;
+use apiserver_tests::objects::{install_crd, CRONTABS_CRD};
+use apiserver_tests::{raw_request, TestServer};
+use base64::Engine;
+use futures_util::{StreamExt, TryStreamExt};
+use kube::api::{Api, ApiResource, DynamicObject, PostParams, WatchEvent, WatchParams};
+use serde_json::{json, Value};
+
+const GROUP_VERSION: &str = "stable.example.com/v1";
+const API_SERVICE: &str = "v1.stable.example.com";
+
+/// Two servers: B with the CronTab CRD and a serving certificate for the Service name
+/// A will use; A with a front-proxy client certificate B trusts, and the Service and
+/// APIService that send the group to B (not yet waited for).
+struct Pair {
+    a: TestServer,
+    b: TestServer,
+    _dir: tempfile::TempDir,
+}
+
+fn start_pair() -> Pair {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ca = TestCa::new("aggregation-test-ca");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("writing a test file");
+        path.to_str().expect("utf-8 path").to_string()
+    };
+    let ca_file = write("ca.crt", &ca.pem);
+    let (cert, key) = ca.serving_cert(&["b-api.default.svc", "localhost", "127.0.0.1"]);
+    let (b_cert, b_key) = (write("b.crt", &cert), write("b.key", &key));
+    // Until B reads front-proxy headers, the proxy's certificate is itself B's admin.
+    let (cert, key) = ca.client_cert("front-proxy-client", Some("system:masters"));
+    let (proxy_cert, proxy_key) = (write("proxy.crt", &cert), write("proxy.key", &key));
+    let b = TestServer::start_with_flags(&[
+        "--tls-cert-file",
+        &b_cert,
+        "--tls-private-key-file",
+        &b_key,
+        "--client-ca-file",
+        &ca_file,
+    ]);
+    let crd = b.write_file("crontabs.yaml", CRONTABS_CRD);
+    install_crd(&b, &crd, "crontabs.stable.example.com");
+    let a = TestServer::start_with_flags(&[
+        "--proxy-client-cert-file",
+        &proxy_cert,
+        "--proxy-client-key-file",
+        &proxy_key,
+    ]);
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(&ca.pem);
+    let manifest = format!(
+        "apiVersion: v1
+kind: Service
+metadata: {{name: b-api, namespace: default}}
+spec: {{type: ExternalName, externalName: localhost}}
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {{name: {API_SERVICE}}}
+spec:
+  group: stable.example.com
+  version: v1
+  service: {{namespace: default, name: b-api, port: {port}}}
+  caBundle: {ca_bundle}
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+",
+        port = b.port()
+    );
+    let file = a.write_file("apiservice.yaml", &manifest);
+    a.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
+    Pair { a, b, _dir: dir }
+}
+
+fn wait_available(a: &TestServer, status: &str) {
+    a.kubectl_ok(&[
+        "wait",
+        &format!("--for=condition=Available={status}"),
+        &format!("apiservice/{API_SERVICE}"),
+        "--timeout=30s",
+    ]);
+}
+
+fn crontab(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: {GROUP_VERSION}\nkind: CronTab\nmetadata: {{name: {name}, namespace: default}}\nspec: {{cronSpec: '{spec}', replicas: 1}}\n"
+    )
+}
+
+fn create(s: &TestServer, name: &str, spec: &str) {
+    let file = s.write_file(&format!("{name}.yaml"), &crontab(name, spec));
+    s.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
+}
+
+async fn get_raw(s: &TestServer, path: &str) -> (u16, Value) {
+    let r = raw_request(&s.client().await, "GET", path, None, Vec::<u8>::new()).await;
+    (r.status, r.json)
+}
+
+/// Waits (up to 30 s) until `check` holds.
+async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn another_servers_group_is_served_through_the_aggregator() {
+    let mut pair = start_pair();
+    let (a, b) = (&pair.a, &pair.b);
+    wait_available(a, "True");
+
+    // Every group-version A serves itself has its local APIService.
+    let listed = a.kubectl_ok(&["get", "apiservices", "-o", "name"]);
+    for name in ["v1.", "v1.apps", "v1.apiextensions.k8s.io", API_SERVICE] {
+        assert!(
+            listed
+                .lines()
+                .any(|l| l == format!("apiservice.apiregistration.k8s.io/{name}")),
+            "{name} missing from:\n{listed}"
+        );
+    }
+    let local = a.kubectl_ok(&["get", "apiservice", "v1.apps", "-o", "json"]);
+    let local: Value = serde_json::from_str(&local).unwrap();
+    assert_eq!(local["spec"]["groupPriorityMinimum"], 17800);
+    assert_eq!(local["status"]["conditions"][0]["reason"], "Local");
+
+    // Created through A, stored by B.
+    create(a, "through-a", "*/5 * * * *");
+    let on_b = b.kubectl_ok(&[
+        "get",
+        "crontab",
+        "through-a",
+        "-o",
+        "jsonpath={.spec.cronSpec}",
+    ]);
+    assert_eq!(on_b, "*/5 * * * *");
+    // Created on B, listed and read through A (Table output included).
+    create(b, "on-b", "0 * * * *");
+    let table = a.kubectl_ok(&["get", "crontabs"]);
+    assert!(
+        table.contains("through-a") && table.contains("on-b") && table.contains("SCHEDULE"),
+        "{table}"
+    );
+    // Patched through A.
+    a.kubectl_ok(&[
+        "patch",
+        "crontab",
+        "on-b",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"replicas":3}}"#,
+    ]);
+    let replicas = b.kubectl_ok(&["get", "ct", "on-b", "-o", "jsonpath={.spec.replicas}"]);
+    assert_eq!(replicas, "3");
+
+    // A's discovery and OpenAPI carry B's group, so api-resources and explain work.
+    let resources = a.kubectl_ok(&["api-resources", "--api-group=stable.example.com"]);
+    assert!(
+        resources.contains("crontabs") && resources.contains("CronTab"),
+        "{resources}"
+    );
+    let explained = a.kubectl_ok(&["explain", "crontab.spec"]);
+    assert!(explained.contains("cronSpec"), "{explained}");
+    let (code, groups) = get_raw(a, "/apis").await;
+    assert_eq!(code, 200);
+    let names: Vec<&str> = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g["name"].as_str())
+        .collect();
+    assert!(names.contains(&"stable.example.com"), "{names:?}");
+    // Ordered by priority, as upstream: apiregistration first, B's group (1000) last.
+    assert_eq!(names.first(), Some(&"apiregistration.k8s.io"), "{names:?}");
+    assert_eq!(names.last(), Some(&"stable.example.com"), "{names:?}");
+
+    // A watch through A sees a create made on B.
+    let client = a.client().await;
+    let resource = ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("stable.example.com", "v1", "CronTab"),
+        "crontabs",
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &resource);
+    let rv = api
+        .list(&Default::default())
+        .await
+        .expect("list through A")
+        .metadata
+        .resource_version
+        .expect("a list resourceVersion");
+    let mut events = api
+        .watch(&WatchParams::default().timeout(20), &rv)
+        .await
+        .expect("watch through A")
+        .boxed();
+    create(b, "watched", "1 * * * *");
+    match events.try_next().await.expect("a watch event") {
+        Some(WatchEvent::Added(obj)) => assert_eq!(obj.metadata.name.as_deref(), Some("watched")),
+        other => panic!("expected ADDED watched, got {other:?}"),
+    }
+    let obj: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": GROUP_VERSION, "kind": "CronTab",
+        "metadata": { "name": "from-kube-rs" }, "spec": { "cronSpec": "2 * * * *" },
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &obj)
+        .await
+        .expect("kube-rs create through A");
+
+    // B goes away: its group answers 503, the APIService turns unavailable and leaves
+    // discovery, and everything else on A keeps working.
+    pair.b.stop();
+    let a = &pair.a;
+    let (code, status) =
+        get_raw(a, "/apis/stable.example.com/v1/namespaces/default/crontabs").await;
+    assert_eq!(code, 503, "{status}");
+    assert_eq!(status["reason"], "ServiceUnavailable", "{status}");
+    wait_available(a, "False");
+    let condition = a.kubectl_ok(&[
+        "get",
+        "apiservice",
+        API_SERVICE,
+        "-o",
+        "jsonpath={.status.conditions[?(@.type==\"Available\")].reason}",
+    ]);
+    assert_eq!(condition, "FailedDiscoveryCheck");
+    eventually("B's group leaves A's discovery", async || {
+        let (_, groups) = get_raw(a, "/apis").await;
+        !groups.to_string().contains("stable.example.com")
+    })
+    .await;
+    a.kubectl_ok(&["get", "namespaces"]);
+    a.kubectl_ok(&["create", "configmap", "still-works", "--from-literal=k=v"]);
+
+    // B comes back on the same port: available again, its objects served through A.
+    pair.b.restart();
+    let a = &pair.a;
+    wait_available(a, "True");
+    let back = a.kubectl_ok(&[
+        "get",
+        "crontab",
+        "through-a",
+        "-o",
+        "jsonpath={.metadata.name}",
+    ]);
+    assert_eq!(back, "through-a");
+}
+
+#[tokio::test]
+async fn an_api_service_whose_service_is_missing_is_unavailable_with_upstreams_reason() {
+    let a = TestServer::start();
+    let manifest = "apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1alpha1.nowhere.example.com}
+spec:
+  group: nowhere.example.com
+  version: v1alpha1
+  service: {namespace: default, name: missing, port: 443}
+  insecureSkipTLSVerify: true
+  groupPriorityMinimum: 100
+  versionPriority: 10
+";
+    let file = a.write_file("missing.yaml", manifest);
+    a.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
+    a.kubectl_ok(&[
+        "wait",
+        "--for=condition=Available=False",
+        "apiservice/v1alpha1.nowhere.example.com",
+        "--timeout=30s",
+    ]);
+    let reason = a.kubectl_ok(&[
+        "get",
+        "apiservice",
+        "v1alpha1.nowhere.example.com",
+        "-o",
+        "jsonpath={.status.conditions[0].reason}: {.status.conditions[0].message}",
+    ]);
+    assert_eq!(
+        reason,
+        "ServiceNotFound: service/missing in \"default\" is not present"
+    );
+    let (code, status) = get_raw(&a, "/apis/nowhere.example.com/v1alpha1").await;
+    assert_eq!(code, 503, "{status}");
+    // Its group is not in discovery while it is unavailable.
+    let (_, groups) = get_raw(&a, "/apis").await;
+    assert!(
+        !groups.to_string().contains("nowhere.example.com"),
+        "{groups}"
+    );
+}
