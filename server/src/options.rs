@@ -164,12 +164,95 @@ pub struct ServerRunOptions {
     pub service_account_max_token_expiration: Option<std::time::Duration>,
 
     /// Authorizers asked in order, comma-separated: AlwaysAllow, AlwaysDeny, RBAC.
+    /// Default: RBAC; with --authorization-kubeconfig none (the parent decides), and
+    /// modes given as well are asked before the parent.
     #[arg(
         long = "authorization-mode",
         value_delimiter = ',',
-        default_value = "RBAC"
+        value_name = "MODES"
     )]
     pub authorization_mode: Vec<String>,
+
+    /// A PEM bundle of the CAs that sign front proxies' client certificates: a request
+    /// with such a certificate is the user its --requestheader-username-headers name.
+    #[arg(long = "requestheader-client-ca-file", value_name = "FILE")]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+
+    /// Common names a front proxy's certificate may have (comma-separated); empty: any
+    /// certificate the requestheader CA signed.
+    #[arg(long = "requestheader-allowed-names", value_delimiter = ',')]
+    pub requestheader_allowed_names: Vec<String>,
+
+    /// Request headers naming the user, the first with a value counts. Default:
+    /// X-Remote-User.
+    #[arg(long = "requestheader-username-headers", value_delimiter = ',')]
+    pub requestheader_username_headers: Vec<String>,
+
+    /// Request headers carrying the user's groups. Default: X-Remote-Group.
+    #[arg(long = "requestheader-group-headers", value_delimiter = ',')]
+    pub requestheader_group_headers: Vec<String>,
+
+    /// Prefixes of request headers carrying the user's extras. Default: X-Remote-Extra-.
+    #[arg(long = "requestheader-extra-headers-prefix", value_delimiter = ',')]
+    pub requestheader_extra_headers_prefix: Vec<String>,
+
+    /// Request headers carrying the user's uid (X-Remote-Uid is suggested). Default: none.
+    #[arg(long = "requestheader-uid-headers", value_delimiter = ',')]
+    pub requestheader_uid_headers: Vec<String>,
+
+    /// A kubeconfig naming the parent API server this one is aggregated into: bearer
+    /// tokens it does not know are checked with TokenReviews there, and client and
+    /// front-proxy CAs not given by flags are read from the parent's
+    /// kube-system/extension-apiserver-authentication ConfigMap.
+    #[arg(long = "authentication-kubeconfig", value_name = "FILE")]
+    pub authentication_kubeconfig: Option<PathBuf>,
+
+    /// How long the parent's TokenReview answers are cached.
+    #[arg(long = "authentication-token-webhook-cache-ttl", default_value = "10s", value_parser = crate::filters::limits::parse_duration)]
+    pub authentication_token_webhook_cache_ttl: std::time::Duration,
+
+    /// Do not read the parent's extension-apiserver-authentication ConfigMap.
+    #[arg(
+        long = "authentication-skip-lookup",
+        default_value_t = false,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set
+    )]
+    pub authentication_skip_lookup: bool,
+
+    /// Start even when the parent's extension-apiserver-authentication ConfigMap cannot
+    /// be read (without the CAs it would give).
+    #[arg(
+        long = "authentication-tolerate-lookup-failure",
+        default_value_t = false,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set
+    )]
+    pub authentication_tolerate_lookup_failure: bool,
+
+    /// A kubeconfig naming the parent API server that authorizes this one's requests
+    /// with SubjectAccessReviews.
+    #[arg(long = "authorization-kubeconfig", value_name = "FILE")]
+    pub authorization_kubeconfig: Option<PathBuf>,
+
+    /// How long the parent's "allowed" answers are cached.
+    #[arg(long = "authorization-webhook-cache-authorized-ttl", default_value = "10s", value_parser = crate::filters::limits::parse_duration)]
+    pub authorization_webhook_cache_authorized_ttl: std::time::Duration,
+
+    /// How long the parent's "not allowed" answers are cached.
+    #[arg(long = "authorization-webhook-cache-unauthorized-ttl", default_value = "10s", value_parser = crate::filters::limits::parse_duration)]
+    pub authorization_webhook_cache_unauthorized_ttl: std::time::Duration,
+
+    /// Paths anyone may request without asking the parent (with
+    /// --authorization-kubeconfig); a trailing * matches by prefix.
+    #[arg(
+        long = "authorization-always-allow-paths",
+        value_delimiter = ',',
+        default_value = "/healthz,/readyz,/livez"
+    )]
+    pub authorization_always_allow_paths: Vec<String>,
 
     /// Admission plugins to turn on besides the default ones, by upstream's names
     /// (comma-separated); the chain runs them in upstream's order, not this one's.
@@ -468,6 +551,10 @@ impl ServerRunOptions {
     fn validate_auth(&self, errors: &mut Vec<String>) {
         let mut files: Vec<(&str, &PathBuf)> = [
             ("--client-ca-file", &self.client_ca_file),
+            (
+                "--requestheader-client-ca-file",
+                &self.requestheader_client_ca_file,
+            ),
             ("--token-auth-file", &self.token_auth_file),
             (
                 "--service-account-signing-key-file",
@@ -488,8 +575,27 @@ impl ServerRunOptions {
         if self.service_account_issuer.iter().any(String::is_empty) {
             errors.push("--service-account-issuer must not be empty".into());
         }
+        for (flag, kubeconfig) in [
+            (
+                "--authentication-kubeconfig",
+                &self.authentication_kubeconfig,
+            ),
+            ("--authorization-kubeconfig", &self.authorization_kubeconfig),
+        ] {
+            if let Some(Err(e)) = kubeconfig
+                .as_ref()
+                .map(|p| crate::auth::parent::Parent::from_kubeconfig(p, flag))
+            {
+                errors.push(e);
+            }
+        }
+        if let Err(e) = crate::auth::webhook_authz::AlwaysAllowPaths::new(
+            &self.authorization_always_allow_paths,
+        ) {
+            errors.push(e);
+        }
         let modes = &self.authorization_mode;
-        if modes.is_empty() || modes.iter().any(String::is_empty) {
+        if modes.iter().any(String::is_empty) {
             errors.push("--authorization-mode: name at least one mode, e.g. RBAC".into());
         }
         for (i, mode) in modes.iter().enumerate() {
@@ -540,6 +646,45 @@ impl ServerRunOptions {
             if let Some(p) = path.as_ref().filter(|p| !p.is_file()) {
                 errors.push(format!("{flag} {}: no such file", p.display()));
             }
+        }
+    }
+
+    /// The `--authorization-mode` modes asked: as given, else RBAC, or none when the
+    /// parent authorizes (`--authorization-kubeconfig`).
+    pub fn authorization_modes(&self) -> Vec<String> {
+        if !self.authorization_mode.is_empty() || self.authorization_kubeconfig.is_some() {
+            return self.authorization_mode.clone();
+        }
+        vec!["RBAC".into()]
+    }
+
+    /// The `--requestheader-*` headers and allowed names, with the headers every
+    /// front proxy sends (X-Remote-User, X-Remote-Group, X-Remote-Extra-) where not given.
+    pub fn request_header_config(&self) -> crate::auth::authn::requestheader::RequestHeaderConfig {
+        let or = |given: &[String], default: &str| {
+            let given: Vec<String> = given.iter().filter(|h| !h.is_empty()).cloned().collect();
+            if given.is_empty() {
+                vec![default.to_string()]
+            } else {
+                given
+            }
+        };
+        crate::auth::authn::requestheader::RequestHeaderConfig {
+            username_headers: or(&self.requestheader_username_headers, "X-Remote-User"),
+            uid_headers: self
+                .requestheader_uid_headers
+                .iter()
+                .filter(|h| !h.is_empty())
+                .cloned()
+                .collect(),
+            group_headers: or(&self.requestheader_group_headers, "X-Remote-Group"),
+            extra_prefixes: or(&self.requestheader_extra_headers_prefix, "X-Remote-Extra-"),
+            allowed_names: self
+                .requestheader_allowed_names
+                .iter()
+                .filter(|n| !n.is_empty())
+                .cloned()
+                .collect(),
         }
     }
 

@@ -1,6 +1,8 @@
 //! The HTTPS client side of webhooks (conversion and admission): a `clientConfig`
 //! (`url` + `caBundle`) turned into an endpoint that takes one JSON review and answers
-//! the JSON the webhook sent back, within a deadline.
+//! the JSON the webhook sent back, within a deadline. Delegated authentication and
+//! authorization reach their parent API server through the same client
+//! ([`Endpoint::new`], [`Endpoint::call`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +25,8 @@ pub struct Endpoint {
     port: u16,
     path: String,
     tls: Arc<rustls::ClientConfig>,
+    /// The `Authorization` header sent with every request (a bearer token), if any.
+    authorization: Option<String>,
     /// Kept-alive connections, so a call is not a TLS handshake each time.
     idle: std::sync::Mutex<Vec<Sender>>,
 }
@@ -47,20 +51,10 @@ impl Endpoint {
             }
             (None, false) => return Err("clientConfig has neither url nor service".into()),
         };
-        let rest = url
-            .strip_prefix("https://")
-            .ok_or_else(|| format!("{url:?} is not an https URL"))?;
-        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((h, p)) if !h.is_empty() => {
-                (h, p.parse().map_err(|_| format!("bad port in {url:?}"))?)
-            }
-            _ => (authority, 443),
-        };
-        let host = host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string();
+        // The URL's own mistakes first, before the caBundle's.
+        if !url.starts_with("https://") {
+            return Err(format!("{url:?} is not an https URL"));
+        }
         let mut roots = rustls::RootCertStore::empty();
         if let Some(bundle) = config["caBundle"].as_str() {
             use base64::Engine;
@@ -82,18 +76,72 @@ impl Endpoint {
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
         .with_no_client_auth();
+        Endpoint::new(&url, Arc::new(tls))
+    }
+
+    /// The endpoint at an `https://` `url`, reached with `tls` (which says whom to trust
+    /// and which client certificate to present).
+    pub fn new(url: &str, tls: Arc<rustls::ClientConfig>) -> Result<Endpoint, String> {
+        let rest = url
+            .strip_prefix("https://")
+            .ok_or_else(|| format!("{url:?} is not an https URL"))?;
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) if !h.is_empty() && !authority.ends_with(']') => {
+                (h, p.parse().map_err(|_| format!("bad port in {url:?}"))?)
+            }
+            _ => (authority, 443),
+        };
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        if host.is_empty() {
+            return Err(format!("{url:?} names no host"));
+        }
         Ok(Endpoint {
             path: if path.is_empty() {
                 "/".into()
             } else {
                 path.to_string()
             },
-            url,
+            url: url.to_string(),
             host,
             port,
-            tls: Arc::new(tls),
+            tls,
+            authorization: None,
             idle: Default::default(),
         })
+    }
+
+    /// The same endpoint, sending `token` as `Authorization: Bearer` on every request.
+    pub fn with_bearer_token(mut self, token: &str) -> Endpoint {
+        self.authorization = Some(format!("Bearer {token}"));
+        self
+    }
+
+    /// One request for `path` (below the URL's own path) within `timeout`: the status
+    /// and body of whatever was answered; errors as Go's client words them
+    /// (`Get "<url>": ...`).
+    pub async fn call(
+        &self,
+        method: hyper::Method,
+        path: &str,
+        body: Option<String>,
+        timeout: Duration,
+    ) -> Result<(hyper::StatusCode, Bytes), String> {
+        let full = format!("{}{path}", self.path.trim_end_matches('/'));
+        let url = format!("{}{path}", self.url.trim_end_matches('/'));
+        let verb = method_word(&method);
+        let body = Bytes::from(body.unwrap_or_default());
+        match tokio::time::timeout(timeout, self.exchange(&method, &full, body)).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(e)) => Err(format!("{verb} {url:?}: {e}")),
+            Err(_) => Err(format!(
+                "{verb} {url:?}: context deadline exceeded (timed out after {}s)",
+                timeout.as_secs_f64()
+            )),
+        }
     }
 
     /// The URL, for messages.
@@ -112,7 +160,16 @@ impl Endpoint {
         // As client-go tells a server how long it has: `?timeout=10s`.
         let sep = if self.path.contains('?') { '&' } else { '?' };
         let path = format!("{}{sep}timeout={}s", self.path, timeout.as_secs().max(1));
-        match tokio::time::timeout(timeout, self.exchange(&path, body, review)).await {
+        let answer = async {
+            let (status, bytes) = self
+                .exchange(&hyper::Method::POST, &path, Bytes::from(body))
+                .await?;
+            if !status.is_success() {
+                return Err(format!("the webhook answered {status}"));
+            }
+            serde_json::from_slice(&bytes).map_err(|e| format!("the answer is not a {review}: {e}"))
+        };
+        match tokio::time::timeout(timeout, answer).await {
             Ok(Ok(answer)) => Ok(answer),
             Ok(Err(e)) => Err(format!("Post {:?}: {e}", self.url)),
             Err(_) => Err(format!(
@@ -156,17 +213,21 @@ impl Endpoint {
 
     /// One request, on a kept-alive connection when one is idle (again on a new one if
     /// the webhook had closed it), else on a new one.
-    async fn exchange(&self, path: &str, body: String, review: &str) -> Result<Value, String> {
-        let body = Bytes::from(body);
+    async fn exchange(
+        &self,
+        method: &hyper::Method,
+        path: &str,
+        body: Bytes,
+    ) -> Result<(hyper::StatusCode, Bytes), String> {
         if let Some(sender) = self.idle_connection() {
-            match self.send(sender, path, body.clone(), review).await {
+            match self.send(sender, method, path, body.clone()).await {
                 Err(Retry::Closed(_)) => {}
                 Err(Retry::No(e)) => return Err(e),
                 Ok(answer) => return Ok(answer),
             }
         }
         let sender = self.connect().await?;
-        self.send(sender, path, body, review)
+        self.send(sender, method, path, body)
             .await
             .map_err(|e| match e {
                 Retry::Closed(e) | Retry::No(e) => e,
@@ -176,14 +237,22 @@ impl Endpoint {
     async fn send(
         &self,
         mut sender: Sender,
+        method: &hyper::Method,
         path: &str,
         body: Bytes,
-        review: &str,
-    ) -> Result<Value, Retry> {
-        let request = hyper::Request::post(path)
+    ) -> Result<(hyper::StatusCode, Bytes), Retry> {
+        let mut request = hyper::Request::builder()
+            .method(method.clone())
+            .uri(path)
             .header(hyper::header::HOST, &self.host)
-            .header(hyper::header::CONTENT_TYPE, "application/json")
-            .header(hyper::header::ACCEPT, "application/json")
+            .header(hyper::header::ACCEPT, "application/json");
+        if !body.is_empty() {
+            request = request.header(hyper::header::CONTENT_TYPE, "application/json");
+        }
+        if let Some(authorization) = &self.authorization {
+            request = request.header(hyper::header::AUTHORIZATION, authorization);
+        }
+        let request = request
             .body(Full::new(body))
             .map_err(|e| Retry::No(e.to_string()))?;
         let response = sender.send_request(request).await.map_err(|e| {
@@ -206,12 +275,18 @@ impl Endpoint {
                 idle.push(sender);
             }
         }
-        if !status.is_success() {
-            return Err(Retry::No(format!("the webhook answered {status}")));
-        }
-        serde_json::from_slice(&bytes)
-            .map_err(|e| Retry::No(format!("the answer is not a {review}: {e}")))
+        Ok((status, bytes))
     }
+}
+
+/// A method as Go's client names it in errors (`Get`, `Post`).
+fn method_word(method: &hyper::Method) -> String {
+    let name = method.as_str().to_ascii_lowercase();
+    let mut chars = name.chars();
+    chars
+        .next()
+        .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+        .unwrap_or_default()
 }
 
 /// Why a request on a connection failed: the connection was closed before anything was

@@ -159,17 +159,40 @@ impl TestServer {
 ///
 /// When the request cannot be sent.
 pub fn get_as(kubeconfig: &Path, path: &str, headers: &[(&str, &str)]) -> crate::RawResponse {
+    request_as(kubeconfig, "GET", path, None, headers)
+}
+
+/// A request as the user of `kubeconfig` with extra `headers` and an optional JSON
+/// `body`, from synchronous code; the answer whatever its status.
+///
+/// # Panics
+///
+/// When the request cannot be sent.
+pub fn request_as(
+    kubeconfig: &Path,
+    method: &str,
+    path: &str,
+    body: Option<&serde_json::Value>,
+    headers: &[(&str, &str)],
+) -> crate::RawResponse {
     let rt = tokio::runtime::Runtime::new().expect("a tokio runtime");
     rt.block_on(async {
         let client = crate::client_from_kubeconfig(kubeconfig).await;
-        let mut req = http::Request::get(path).header(http::header::ACCEPT, "application/json");
+        let mut req = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header(http::header::ACCEPT, "application/json");
+        if body.is_some() {
+            req = req.header(http::header::CONTENT_TYPE, "application/json");
+        }
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
+        let body = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
         let resp = client
-            .send(req.body(kube::client::Body::empty()).expect("a request"))
+            .send(req.body(kube::client::Body::from(body)).expect("a request"))
             .await
-            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
         let body = resp.into_body().collect_bytes().await.expect("the body");

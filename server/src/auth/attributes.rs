@@ -105,6 +105,10 @@ pub enum Decision {
     Deny(String),
     /// No opinion; the next authorizer decides (RBAC's only negative answer).
     NoOpinion(String),
+    /// The authorizer could not decide (the parent API server of delegated
+    /// authorization did not answer); a later authorizer may still decide, else the
+    /// request fails with 500, as upstream answers an authorizer's error.
+    Error(String),
 }
 
 impl Decision {
@@ -116,7 +120,10 @@ impl Decision {
     /// The reason (may be empty).
     pub fn reason(&self) -> &str {
         match self {
-            Decision::Allow(r) | Decision::Deny(r) | Decision::NoOpinion(r) => r,
+            Decision::Allow(r)
+            | Decision::Deny(r)
+            | Decision::NoOpinion(r)
+            | Decision::Error(r) => r,
         }
     }
 }

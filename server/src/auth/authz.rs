@@ -4,6 +4,8 @@
 
 use std::sync::{Arc, RwLock};
 
+use async_trait::async_trait;
+
 use super::rbac::{PolicyRule, RbacIndex, RulesFor, WILDCARD};
 
 use super::names::MASTERS;
@@ -84,9 +86,12 @@ fn url_query_value(query: &str, key: &str) -> Option<String> {
         .map(|(_, v)| v)
 }
 
-/// One `--authorization-mode`.
+/// One `--authorization-mode` (or the delegated authorizer): asynchronous, since a
+/// webhook authorizer asks another server.
+#[async_trait]
 pub trait Authorizer: Send + Sync {
-    fn authorize(&self, attrs: &Attributes<'_>) -> Decision;
+    /// The decision on one request.
+    async fn authorize(&self, attrs: &Attributes<'_>) -> Decision;
 
     /// What `user` may do in `namespace` (SelfSubjectRulesReview); by default nothing
     /// known, so incomplete.
@@ -100,8 +105,9 @@ pub trait Authorizer: Send + Sync {
 
 /// `AlwaysAllow`.
 pub struct AlwaysAllow;
+#[async_trait]
 impl Authorizer for AlwaysAllow {
-    fn authorize(&self, _: &Attributes<'_>) -> Decision {
+    async fn authorize(&self, _: &Attributes<'_>) -> Decision {
         Decision::Allow(String::new())
     }
 
@@ -117,8 +123,9 @@ impl Authorizer for AlwaysAllow {
 
 /// `AlwaysDeny`: has no opinion on anything, so only `system:masters` gets through.
 pub struct AlwaysDeny;
+#[async_trait]
 impl Authorizer for AlwaysDeny {
-    fn authorize(&self, _: &Attributes<'_>) -> Decision {
+    async fn authorize(&self, _: &Attributes<'_>) -> Decision {
         Decision::NoOpinion("Everything is forbidden.".into())
     }
 
@@ -145,8 +152,9 @@ impl RbacAuthorizer {
     }
 }
 
+#[async_trait]
 impl Authorizer for RbacAuthorizer {
-    fn authorize(&self, attrs: &Attributes<'_>) -> Decision {
+    async fn authorize(&self, attrs: &Attributes<'_>) -> Decision {
         self.index().authorize(attrs)
     }
 
@@ -167,28 +175,34 @@ impl AuthorizerChain {
         AuthorizerChain { modes }
     }
 
-    /// The first Allow or Deny of the modes; NoOpinion with their reasons when none
-    /// decides.
-    pub fn decide(&self, attrs: &Attributes<'_>) -> Decision {
+    /// The first Allow or Deny of the modes; when none decides, Error if a mode failed
+    /// (as upstream's union authorizer), else NoOpinion with their reasons.
+    pub async fn decide(&self, attrs: &Attributes<'_>) -> Decision {
         if attrs.user.groups.iter().any(|g| g == MASTERS) {
             return Decision::Allow(String::new());
         }
-        let mut reasons = Vec::new();
+        let (mut reasons, mut errors) = (Vec::new(), Vec::new());
         for mode in &self.modes {
-            match mode.authorize(attrs) {
+            match mode.authorize(attrs).await {
                 Decision::NoOpinion(reason) if !reason.is_empty() => reasons.push(reason),
                 Decision::NoOpinion(_) => {}
+                Decision::Error(e) => errors.push(e),
                 decided => return decided,
             }
+        }
+        if !errors.is_empty() {
+            return Decision::Error(errors.join("\n"));
         }
         Decision::NoOpinion(reasons.join("\n"))
     }
 
     /// Whether `attrs` is allowed; the reason it is not otherwise.
-    pub fn authorize(&self, attrs: &Attributes<'_>) -> Result<(), String> {
-        match self.decide(attrs) {
+    pub async fn authorize(&self, attrs: &Attributes<'_>) -> Result<(), String> {
+        match self.decide(attrs).await {
             Decision::Allow(_) => Ok(()),
-            Decision::Deny(reason) | Decision::NoOpinion(reason) => Err(reason),
+            Decision::Deny(reason) | Decision::NoOpinion(reason) | Decision::Error(reason) => {
+                Err(reason)
+            }
         }
     }
 
@@ -206,8 +220,9 @@ impl AuthorizerChain {
     }
 
     /// The same question, answered as a Status when refused.
-    pub fn check(&self, attrs: &Attributes<'_>) -> Result<(), ApiError> {
+    pub async fn check(&self, attrs: &Attributes<'_>) -> Result<(), ApiError> {
         self.authorize(attrs)
+            .await
             .map_err(|reason| attrs.forbidden(&reason))
     }
 }
@@ -299,23 +314,55 @@ mod tests {
         );
     }
 
-    #[test]
-    fn masters_pass_first_decision_wins_otherwise() {
+    /// The chain's answer to one request by `user` in `groups`.
+    async fn chain_answer(chain: &AuthorizerChain, user: &str, groups: &[&str]) -> Decision {
+        let user = UserInfo {
+            name: user.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..UserInfo::default()
+        };
+        let info = RequestInfo::parse("GET", "/api/v1/namespaces", "");
+        chain
+            .decide(&Attributes::of_request(&user, &info, ""))
+            .await
+    }
+
+    #[actix_web::test]
+    async fn masters_pass_first_decision_wins_otherwise() {
         let deny = AuthorizerChain::new(vec![Arc::new(AlwaysDeny), Arc::new(AlwaysAllow)]);
         let allow = AuthorizerChain::new(vec![Arc::new(AlwaysAllow), Arc::new(AlwaysDeny)]);
         let only_deny = AuthorizerChain::new(vec![Arc::new(AlwaysDeny)]);
-        with_attrs("x", &[], "GET", "/api/v1/namespaces", "", |a| {
-            // AlwaysDeny has no opinion, so the next mode decides.
-            assert!(deny.authorize(a).is_ok());
-            assert!(allow.authorize(a).is_ok());
-            assert_eq!(
-                only_deny.authorize(a),
-                Err("Everything is forbidden.".into())
-            );
-            assert!(AuthorizerChain::default().authorize(a).is_err());
-        });
-        with_attrs("admin", &[MASTERS], "GET", "/api/v1/namespaces", "", |a| {
-            assert!(only_deny.authorize(a).is_ok())
-        });
+        // AlwaysDeny has no opinion, so the next mode decides.
+        assert!(chain_answer(&deny, "x", &[]).await.is_allowed());
+        assert!(chain_answer(&allow, "x", &[]).await.is_allowed());
+        assert_eq!(
+            chain_answer(&only_deny, "x", &[]).await,
+            Decision::NoOpinion("Everything is forbidden.".into())
+        );
+        let none = AuthorizerChain::default();
+        assert!(!chain_answer(&none, "x", &[]).await.is_allowed());
+        assert!(chain_answer(&only_deny, "admin", &[MASTERS])
+            .await
+            .is_allowed());
+    }
+
+    /// A mode that cannot answer (a parent that is down).
+    struct Unreachable;
+    #[async_trait]
+    impl Authorizer for Unreachable {
+        async fn authorize(&self, _: &Attributes<'_>) -> Decision {
+            Decision::Error("parent down".into())
+        }
+    }
+
+    #[actix_web::test]
+    async fn a_failed_mode_is_an_error_unless_a_later_mode_decides() {
+        let failed = AuthorizerChain::new(vec![Arc::new(Unreachable), Arc::new(AlwaysDeny)]);
+        assert_eq!(
+            chain_answer(&failed, "x", &[]).await,
+            Decision::Error("parent down".into())
+        );
+        let rescued = AuthorizerChain::new(vec![Arc::new(Unreachable), Arc::new(AlwaysAllow)]);
+        assert!(chain_answer(&rescued, "x", &[]).await.is_allowed());
     }
 }

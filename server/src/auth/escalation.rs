@@ -30,9 +30,13 @@ impl EscalationCheck {
         }
     }
 
-    /// The escalate/bind question, asked of the whole authorizer chain.
-    fn ask(&self, attrs: &AuthzAttributes<'_>) -> Decision {
-        match self.auth.authorizer.authorize(attrs) {
+    /// The escalate/bind question, asked of the whole authorizer chain (`None`: there is
+    /// no such question, as for a roleRef kind that cannot be bound).
+    async fn ask(&self, attrs: Option<AuthzAttributes<'_>>) -> Decision {
+        let Some(attrs) = attrs else {
+            return Decision::NoOpinion(String::new());
+        };
+        match self.auth.authorizer.authorize(&attrs).await {
             Ok(()) => Decision::Allow(String::new()),
             Err(reason) => Decision::NoOpinion(reason),
         }
@@ -61,25 +65,38 @@ impl ValidatingPlugin for EscalationCheck {
             return Ok(());
         }
         let (index, user) = (self.index(), a.user);
-        let ask = |a: &AuthzAttributes<'_>| self.ask(a);
         let unreadable = |e: rbac::ObjectIssue| ApiError::bad_request(e.reason);
+        // The escalate/bind question is asked first (the authorizers may be remote, so
+        // asynchronous); the pure checks are handed its answer.
         let result = match res.def.plural.as_str() {
             "roles" => {
                 let role = rbac::Role::from_json(new).map_err(unreadable)?;
-                rbac::check_role_write(&index, user, &role, name, ask)
+                let ns = role.meta.namespace.as_str();
+                let escalate = rbac::escalate_attributes(user, rbac::Kind::Role, ns, name);
+                let answer = self.ask(Some(escalate)).await;
+                rbac::check_role_write(&index, user, &role, name, |_| answer)
             }
             "clusterroles" => {
                 let role = rbac::ClusterRole::from_json(new).map_err(unreadable)?;
                 let old = old.and_then(|o| rbac::ClusterRole::from_json(o).ok());
-                rbac::check_cluster_role_write(&index, user, &role, old.as_ref(), name, ask)
+                let escalate = rbac::escalate_attributes(user, rbac::Kind::ClusterRole, "", name);
+                let answer = self.ask(Some(escalate)).await;
+                rbac::check_cluster_role_write(&index, user, &role, old.as_ref(), name, |_| answer)
             }
             "rolebindings" => {
                 let binding = rbac::RoleBinding::from_json(new).map_err(unreadable)?;
-                rbac::check_role_binding_write(&index, user, &binding, ask)
+                let ns = binding.meta.namespace.as_str();
+                let answer = self
+                    .ask(rbac::bind_attributes(user, &binding.role_ref, ns))
+                    .await;
+                rbac::check_role_binding_write(&index, user, &binding, |_| answer)
             }
             "clusterrolebindings" => {
                 let binding = rbac::ClusterRoleBinding::from_json(new).map_err(unreadable)?;
-                rbac::check_cluster_role_binding_write(&index, user, &binding, ask)
+                let answer = self
+                    .ask(rbac::bind_attributes(user, &binding.role_ref, ""))
+                    .await;
+                rbac::check_cluster_role_binding_write(&index, user, &binding, |_| answer)
             }
             _ => Ok(()),
         };

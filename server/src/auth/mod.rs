@@ -4,9 +4,13 @@
 pub mod attributes;
 pub mod authn;
 pub mod authz;
+pub mod cache;
 pub mod escalation;
+pub mod extension_config;
+pub mod parent;
 pub mod rbac;
 pub mod reviews;
+pub mod webhook_authz;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -80,4 +84,19 @@ pub struct Auth {
 /// The user the authentication filter attached to `req` (after impersonation), if it ran.
 pub fn user(req: &HttpRequest) -> Option<Rc<UserInfo>> {
     req.extensions().get::<Rc<UserInfo>>().cloned()
+}
+
+/// `%XX` escapes decoded (header names carry extra keys that way); `None` for a bad one.
+pub fn percent_decode(s: &str) -> Option<String> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut bytes = s.bytes();
+    while let Some(b) = bytes.next() {
+        if b == b'%' {
+            let hex = [bytes.next()?, bytes.next()?];
+            out.push(u8::from_str_radix(std::str::from_utf8(&hex).ok()?, 16).ok()?);
+        } else {
+            out.push(b);
+        }
+    }
+    String::from_utf8(out).ok()
 }

@@ -54,7 +54,7 @@ pub async fn token_review(auth: &Auth, mut review: Value) -> Result<Value, ApiEr
 }
 
 /// SubjectAccessReview: whether the user in `spec` may do what it says.
-pub fn subject_access_review(auth: &Auth, mut review: Value) -> Result<Value, ApiError> {
+pub async fn subject_access_review(auth: &Auth, mut review: Value) -> Result<Value, ApiError> {
     let spec = &review["spec"];
     let user = UserInfo {
         name: spec["user"].as_str().unwrap_or_default().to_string(),
@@ -78,12 +78,12 @@ pub fn subject_access_review(auth: &Auth, mut review: Value) -> Result<Value, Ap
             causes,
         ));
     }
-    review["status"] = access_status(auth, &user, spec);
+    review["status"] = access_status(auth, &user, spec).await;
     Ok(review)
 }
 
 /// SelfSubjectAccessReview: whether the requester may.
-pub fn self_subject_access_review(
+pub async fn self_subject_access_review(
     auth: &Auth,
     user: &UserInfo,
     mut review: Value,
@@ -97,12 +97,12 @@ pub fn self_subject_access_review(
             causes,
         ));
     }
-    review["status"] = access_status(auth, user, &review["spec"]);
+    review["status"] = access_status(auth, user, &review["spec"]).await;
     Ok(review)
 }
 
 /// LocalSubjectAccessReview: a SubjectAccessReview limited to `namespace`.
-pub fn local_subject_access_review(
+pub async fn local_subject_access_review(
     auth: &Auth,
     namespace: &str,
     mut review: Value,
@@ -137,7 +137,7 @@ pub fn local_subject_access_review(
         )));
     }
     review["metadata"]["namespace"] = json!(namespace);
-    let answered = subject_access_review(auth, review)?;
+    let answered = subject_access_review(auth, review).await?;
     Ok(answered)
 }
 
@@ -181,7 +181,7 @@ pub fn self_subject_rules_review(
 }
 
 /// The answer to an access review of `user`.
-fn access_status(auth: &Auth, user: &UserInfo, spec: &Value) -> Value {
+async fn access_status(auth: &Auth, user: &UserInfo, spec: &Value) -> Value {
     let ra = &spec["resourceAttributes"];
     let nra = &spec["nonResourceAttributes"];
     let s = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
@@ -218,10 +218,12 @@ fn access_status(auth: &Auth, user: &UserInfo, spec: &Value) -> Value {
     } else {
         Attributes::non_resource(user, verb, path)
     };
-    match auth.authorizer.decide(&attrs) {
+    match auth.authorizer.decide(&attrs).await {
         Decision::Allow(reason) => with_reason(json!({ "allowed": true }), &reason),
         Decision::Deny(reason) => with_reason(json!({ "allowed": false, "denied": true }), &reason),
         Decision::NoOpinion(reason) => with_reason(json!({ "allowed": false }), &reason),
+        // As upstream's review storage: the authorizer's error is the evaluation error.
+        Decision::Error(e) => json!({ "allowed": false, "evaluationError": e }),
     }
 }
 

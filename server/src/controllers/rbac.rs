@@ -62,10 +62,11 @@ pub async fn start(
 
 /// Writes what the bootstrap policy lacks, as upstream's reconciliation does at start-up.
 async fn reconcile_bootstrap(store: &Store, kinds: &Kinds) -> Result<(), String> {
-    let [_, cluster_roles, _, cluster_role_bindings] = &kinds.0;
+    let [roles, cluster_roles, _, cluster_role_bindings] = &kinds.0;
     let objects = bootstrap::cluster_roles()
         .into_iter()
         .map(|o| (cluster_roles, o))
+        .chain(bootstrap::roles().into_iter().map(|o| (roles, o)))
         .chain(
             bootstrap::cluster_role_bindings()
                 .into_iter()
@@ -86,7 +87,9 @@ async fn reconcile_one(store: &Store, res: &ApiResource, wanted: Value) -> Resul
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let existing = match store.get(res, None, &name).await {
+    let namespace = wanted["metadata"]["namespace"].as_str().map(str::to_string);
+    let ns = namespace.as_deref();
+    let existing = match store.get(res, ns, &name).await {
         Ok(obj) => Some(obj),
         Err(e) if e.is_not_found() => None,
         Err(e) => return Err(format!("reading {} {name}: {e}", res.def.plural)),
@@ -96,18 +99,18 @@ async fn reconcile_one(store: &Store, res: &ApiResource, wanted: Value) -> Resul
     };
     let ctx = WriteContext::new(MANAGER);
     let written = match change.op {
-        bootstrap::ReconcileOp::Create => store.create(res, None, change.object, &ctx).await,
+        bootstrap::ReconcileOp::Create => store.create(res, ns, change.object, &ctx).await,
         bootstrap::ReconcileOp::Update => {
             store
-                .update(res, None, &name, change.object, Target::Main, &ctx)
+                .update(res, ns, &name, change.object, Target::Main, &ctx)
                 .await
         }
         bootstrap::ReconcileOp::Recreate => {
             // roleRef cannot change: the old binding goes, the new one is created.
             let _ = store
-                .delete(res, None, &name, &DeleteOptions::default(), None)
+                .delete(res, ns, &name, &DeleteOptions::default(), None)
                 .await;
-            store.create(res, None, change.object, &ctx).await
+            store.create(res, ns, change.object, &ctx).await
         }
     };
     written

@@ -13,7 +13,7 @@ use rustls::pki_types::CertificateDer;
 use crate::api::ApiError;
 use crate::audit::{RequestAudit, DECISION_ANNOTATION, REASON_ANNOTATION};
 use crate::auth::authn::{bearer_token, Credentials};
-use crate::auth::authz::{selected_name, Attributes, AuthorizerChain};
+use crate::auth::authz::{selected_name, Attributes, AuthorizerChain, Decision};
 use crate::auth::names::{
     ANONYMOUS, AUTHENTICATED, SERVICE_ACCOUNTS, SERVICE_ACCOUNT_PREFIX, UNAUTHENTICATED,
 };
@@ -44,8 +44,10 @@ fn auth_of(req: &ServiceRequest) -> web::Data<Auth> {
 }
 
 /// Authentication: attaches the requesting [`UserInfo`], or answers 401 Unauthorized.
+/// The front-proxy headers are removed from every request once read, so no later stage
+/// (audit, a proxy to another server) sees a client's forged ones.
 pub async fn authenticate(
-    req: ServiceRequest,
+    mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let auth = auth_of(&req);
@@ -58,8 +60,13 @@ pub async fn authenticate(
     let creds = Credentials {
         bearer: header.as_deref().and_then(bearer_token),
         client_certs: certs.as_ref().map(|c| c.0.as_slice()),
+        headers: Some(req.headers()),
     };
-    match auth.authenticator.authenticate(creds).await {
+    let outcome = auth.authenticator.authenticate(creds).await;
+    if let Some(proxy) = &auth.authenticator.request_header {
+        proxy.config.strip(req.headers_mut());
+    }
+    match outcome {
         Ok(user) => {
             req.extensions_mut().insert(Rc::new(user));
         }
@@ -89,7 +96,9 @@ pub async fn impersonate(
     let asked = Impersonation::from_headers(req.headers())?;
     if let Some(asked) = asked {
         let requester = crate::auth::user(req.request()).ok_or_else(no_user)?;
-        let user = asked.authorize(&requester, &auth_of(&req).authorizer)?;
+        let user = asked
+            .authorize(&requester, &auth_of(&req).authorizer)
+            .await?;
         tracing::debug!(
             requester = requester.name,
             user = user.name,
@@ -120,7 +129,7 @@ pub async fn authorize(
         .ok_or_else(|| ApiError::internal("no request info"))?;
     let name = selected_name(&info, req.query_string()).unwrap_or_default();
     let attrs = Attributes::of_request(&user, &info, &name);
-    let decision = auth_of(&req).authorizer.decide(&attrs);
+    let decision = auth_of(&req).authorizer.decide(&attrs).await;
     if let Some(audit) = RequestAudit::of(req.request()) {
         let verdict = if decision.is_allowed() {
             "allow"
@@ -128,10 +137,22 @@ pub async fn authorize(
             "forbid"
         };
         audit.annotate(DECISION_ANNOTATION, verdict);
-        audit.annotate(REASON_ANNOTATION, decision.reason());
+        let reason = match &decision {
+            // Upstream's annotation for an authorizer's error; the error is logged.
+            Decision::Error(_) => "internal error",
+            other => other.reason(),
+        };
+        audit.annotate(REASON_ANNOTATION, reason);
     }
-    if !decision.is_allowed() {
-        return Err(attrs.forbidden(decision.reason()).into());
+    match decision {
+        Decision::Allow(_) => {}
+        // As upstream's authorization filter: an authorizer that could not decide is a
+        // server fault (the parent of delegated authorization is down), not a refusal.
+        Decision::Error(e) => {
+            tracing::warn!(path = %info.path, error = %e, "authorization failed");
+            return Err(ApiError::internal(e).into());
+        }
+        refused => return Err(attrs.forbidden(refused.reason()).into()),
     }
     next.call(req)
         .await
@@ -142,6 +163,7 @@ fn no_user() -> ApiError {
     ApiError::internal("no user attached to the request")
 }
 
+const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";
 const IMPERSONATE_USER: &str = "impersonate-user";
 const IMPERSONATE_GROUP: &str = "impersonate-group";
 const IMPERSONATE_UID: &str = "impersonate-uid";
@@ -179,7 +201,7 @@ impl Impersonation {
             } else if name == IMPERSONATE_UID {
                 asked.uid = Some(text()?);
             } else if let Some(key) = name.strip_prefix(IMPERSONATE_EXTRA) {
-                let key = percent_decode(key)
+                let key = crate::auth::percent_decode(key)
                     .ok_or_else(|| ApiError::bad_request(format!("header {name}: bad escape")))?;
                 asked
                     .extra
@@ -203,36 +225,44 @@ impl Impersonation {
     }
 
     /// The impersonated user, once `requester` is allowed to be each part of it.
-    fn authorize(
+    async fn authorize(
         self,
         requester: &UserInfo,
         authz: &AuthorizerChain,
     ) -> Result<UserInfo, ApiError> {
-        let check = |resource: &str, group: &str, namespace: &str, name: &str, sub: &str| {
+        let check = |resource: &'static str,
+                     group: &'static str,
+                     namespace: String,
+                     name: String,
+                     sub: String| async move {
             let attrs = Attributes::resource(requester, "impersonate", group, resource)
-                .in_namespace(namespace)
-                .named(name)
-                .with_subresource(sub);
-            authz.check(&attrs)
+                .in_namespace(&namespace)
+                .named(&name)
+                .with_subresource(&sub);
+            authz.check(&attrs).await
         };
         let service_account = self
             .user
             .strip_prefix(SERVICE_ACCOUNT_PREFIX)
             .and_then(|rest| rest.split_once(':'))
             .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains(':'));
+        let none = String::new;
         match service_account {
-            Some((ns, name)) => check("serviceaccounts", "", ns, name, "")?,
-            None => check("users", "", "", &self.user, "")?,
+            Some((ns, name)) => {
+                check("serviceaccounts", "", ns.into(), name.into(), none()).await?
+            }
+            None => check("users", "", none(), self.user.clone(), none()).await?,
         }
         for group in &self.groups {
-            check("groups", "", "", group, "")?;
+            check("groups", "", none(), group.clone(), none()).await?;
         }
         if let Some(uid) = &self.uid {
-            check("uids", "authentication.k8s.io", "", uid, "")?;
+            check("uids", AUTHENTICATION_GROUP, none(), uid.clone(), none()).await?;
         }
         for (key, values) in &self.extra {
             for value in values {
-                check("userextras", "authentication.k8s.io", "", value, key)?;
+                let (value, key) = (value.clone(), key.clone());
+                check("userextras", AUTHENTICATION_GROUP, none(), value, key).await?;
             }
         }
         let mut groups = self.groups;
@@ -257,21 +287,6 @@ impl Impersonation {
             extra: self.extra,
         })
     }
-}
-
-/// `%XX` escapes decoded (header names carry extra keys that way); `None` for a bad one.
-fn percent_decode(s: &str) -> Option<String> {
-    let mut out = Vec::with_capacity(s.len());
-    let mut bytes = s.bytes();
-    while let Some(b) = bytes.next() {
-        if b == b'%' {
-            let hex = [bytes.next()?, bytes.next()?];
-            out.push(u8::from_str_radix(std::str::from_utf8(&hex).ok()?, 16).ok()?);
-        } else {
-            out.push(b);
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]
@@ -299,8 +314,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn headers_become_a_user_with_implied_groups() {
+    #[actix_web::test]
+    async fn headers_become_a_user_with_implied_groups() {
         let asked = Impersonation::from_headers(&headers(&[
             ("Impersonate-User", "bob"),
             ("Impersonate-Group", "dev"),
@@ -310,14 +325,14 @@ mod tests {
         .unwrap()
         .unwrap();
         let allow = AuthorizerChain::new(vec![Arc::new(AlwaysAllow)]);
-        let user = asked.authorize(&alice(), &allow).unwrap();
+        let user = asked.authorize(&alice(), &allow).await.unwrap();
         assert_eq!(user.name, "bob");
         assert_eq!(user.groups, ["dev", "ops", AUTHENTICATED]);
         assert_eq!(user.extra["scopes/v1"], ["read"]);
     }
 
-    #[test]
-    fn a_service_account_gets_its_groups() {
+    #[actix_web::test]
+    async fn a_service_account_gets_its_groups() {
         let asked = Impersonation::from_headers(&headers(&[(
             "Impersonate-User",
             "system:serviceaccount:ns1:robot",
@@ -325,7 +340,7 @@ mod tests {
         .unwrap()
         .unwrap();
         let allow = AuthorizerChain::new(vec![Arc::new(AlwaysAllow)]);
-        let user = asked.authorize(&alice(), &allow).unwrap();
+        let user = asked.authorize(&alice(), &allow).await.unwrap();
         assert_eq!(
             user.groups,
             [
@@ -336,8 +351,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn refused_and_malformed_impersonation() {
+    #[actix_web::test]
+    async fn refused_and_malformed_impersonation() {
         assert_eq!(Impersonation::from_headers(&headers(&[])).unwrap(), None);
         let e = Impersonation::from_headers(&headers(&[("Impersonate-Group", "dev")])).unwrap_err();
         assert_eq!(e.code, 400);
@@ -350,7 +365,7 @@ mod tests {
         let asked = Impersonation::from_headers(&headers(&[("Impersonate-User", "bob")]))
             .unwrap()
             .unwrap();
-        let e = asked.authorize(&alice(), &deny).unwrap_err();
+        let e = asked.authorize(&alice(), &deny).await.unwrap_err();
         assert_eq!(e.code, 403);
         assert!(e.message.starts_with(
             r#"users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope"#

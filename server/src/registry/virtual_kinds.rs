@@ -105,7 +105,7 @@ struct SubjectAccessReview;
 #[async_trait(?Send)]
 impl CreateHook for SubjectAccessReview {
     async fn create(&self, req: CreateRequest<'_>) -> Result<Value, ApiError> {
-        reviews::subject_access_review(auth(&req)?, req.object)
+        reviews::subject_access_review(auth(&req)?, req.object).await
     }
 }
 
@@ -117,7 +117,7 @@ impl CreateHook for SelfSubjectAccessReview {
     async fn create(&self, req: CreateRequest<'_>) -> Result<Value, ApiError> {
         let auth = auth(&req)?;
         let user = acting_user(req.user);
-        reviews::self_subject_access_review(auth, &user, req.object)
+        reviews::self_subject_access_review(auth, &user, req.object).await
     }
 }
 
@@ -128,7 +128,7 @@ struct LocalSubjectAccessReview;
 impl CreateHook for LocalSubjectAccessReview {
     async fn create(&self, req: CreateRequest<'_>) -> Result<Value, ApiError> {
         let namespace = req.namespace.unwrap_or_default();
-        reviews::local_subject_access_review(auth(&req)?, namespace, req.object)
+        reviews::local_subject_access_review(auth(&req)?, namespace, req.object).await
     }
 }
 

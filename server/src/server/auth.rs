@@ -1,17 +1,25 @@
 //! Start-up of authentication and authorization: the flags turned into the chain of
 //! authenticators, the authorizers, and the service account token keys.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use actix_web::web;
 use async_trait::async_trait;
+use rustls::crypto::CryptoProvider;
 use rustls::server::danger::ClientCertVerifier;
 
 use crate::api::options::ReadAt;
+use crate::auth::authn::requestheader::RequestHeaderAuthenticator;
 use crate::auth::authn::serviceaccount::{ObjectLookup, ServiceAccountTokens, TokenIssuer};
+use crate::auth::authn::token_review::TokenReviewAuthenticator;
+use crate::auth::authn::x509::{self, ClientCa};
 use crate::auth::authn::{token_file::StaticTokens, x509::X509Authenticator, Authenticator};
 use crate::auth::authz::RbacAuthorizer;
+use crate::auth::extension_config::{self, ExtensionAuthentication};
+use crate::auth::parent::{Parent, ParentError};
+use crate::auth::webhook_authz::{AlwaysAllowPaths, DecisionTtls, SubjectAccessReviewAuthorizer};
 use crate::auth::{authz, names, Auth, UserInfo};
 use crate::endpoints::ApiState;
 use crate::options::ServerRunOptions;
@@ -20,16 +28,22 @@ use crate::options::ServerRunOptions;
 pub const ADMIN_USER: &str = "admin";
 
 /// What [`configure`] sets up: the chain, the TLS verifier that requests client
-/// certificates when `--client-ca-file` is given, and the RBAC authorizer to start.
+/// certificates when a client or front-proxy CA is known, the RBAC authorizer to start,
+/// and what this server publishes for the API servers it fronts.
 pub struct Configured {
     pub auth: Auth,
     pub client_verifier: Option<Arc<dyn ClientCertVerifier>>,
     pub rbac: Option<Arc<RbacAuthorizer>>,
+    /// The CAs and front-proxy settings of this server's own flags, for
+    /// [`publish_extension_authentication`].
+    pub published: ExtensionAuthentication,
 }
 
 /// The authentication chain and authorizers the flags ask for. The admin token the
-/// kubeconfig carries is a static token of [`ADMIN_USER`] in `system:masters`.
-pub fn configure(
+/// kubeconfig carries is a static token of [`ADMIN_USER`] in `system:masters`. With
+/// `--authentication-kubeconfig`, CAs the flags do not give are looked up in the parent's
+/// extension-apiserver-authentication ConfigMap first.
+pub async fn configure(
     opts: &ServerRunOptions,
     admin_token: &str,
     state: &web::Data<ApiState>,
@@ -47,15 +61,34 @@ pub fn configure(
         },
     );
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let x509 = match &opts.client_ca_file {
-        Some(path) => Some(X509Authenticator::load(path, provider.clone())?),
-        None => None,
-    };
-    let verifier = x509.as_ref().map(|x| x.tls_verifier(provider));
+    let authn_parent = parent(
+        &opts.authentication_kubeconfig,
+        "--authentication-kubeconfig",
+    )?;
+    let published = own_settings(opts)?;
+    let cas = client_cas(opts, authn_parent.as_deref(), &published, provider.clone()).await?;
+    let subjects: Vec<_> = cas
+        .x509
+        .iter()
+        .map(X509Authenticator::ca)
+        .chain(
+            cas.request_header
+                .iter()
+                .map(RequestHeaderAuthenticator::ca),
+        )
+        .flat_map(|ca| ca.subjects().iter().cloned())
+        .collect();
+    let verifier = (!subjects.is_empty()).then(|| x509::tls_verifier(subjects, provider));
     let (token_issuer, service_accounts) = service_account_tokens(opts, state)?;
+    let mut token_authenticators: Vec<Arc<dyn crate::auth::authn::TokenAuthenticator>> =
+        vec![Arc::new(tokens), service_accounts.clone()];
+    if let Some(parent) = &authn_parent {
+        let ttl = opts.authentication_token_webhook_cache_ttl;
+        token_authenticators.push(Arc::new(TokenReviewAuthenticator::new(parent.clone(), ttl)));
+    }
     let mut rbac: Option<Arc<RbacAuthorizer>> = None;
-    let modes = opts
-        .authorization_mode
+    let mut modes: Vec<Arc<dyn authz::Authorizer>> = opts
+        .authorization_modes()
         .iter()
         .map(|mode| -> Arc<dyn authz::Authorizer> {
             match mode.as_str() {
@@ -65,10 +98,23 @@ pub fn configure(
             }
         })
         .collect();
+    if let Some(parent) = parent(&opts.authorization_kubeconfig, "--authorization-kubeconfig")? {
+        // As upstream's delegating authorizer: the always-allowed paths, then the parent
+        // (system:masters is allowed first by the chain itself).
+        modes.push(Arc::new(AlwaysAllowPaths::new(
+            &opts.authorization_always_allow_paths,
+        )?));
+        let ttls = DecisionTtls {
+            authorized: opts.authorization_webhook_cache_authorized_ttl,
+            unauthorized: opts.authorization_webhook_cache_unauthorized_ttl,
+        };
+        modes.push(Arc::new(SubjectAccessReviewAuthorizer::new(parent, ttls)));
+    }
     let auth = Auth {
         authenticator: Authenticator {
-            x509,
-            tokens: vec![Arc::new(tokens), service_accounts.clone()],
+            request_header: cas.request_header,
+            x509: cas.x509,
+            tokens: token_authenticators,
             anonymous: opts.anonymous_auth,
         },
         authorizer: authz::AuthorizerChain::new(modes),
@@ -80,7 +126,207 @@ pub fn configure(
         auth,
         client_verifier: verifier,
         rbac,
+        published,
     })
+}
+
+/// The parent a kubeconfig flag names, if given.
+fn parent(
+    kubeconfig: &Option<std::path::PathBuf>,
+    flag: &str,
+) -> Result<Option<Arc<Parent>>, String> {
+    kubeconfig
+        .as_ref()
+        .map(|path| Parent::from_kubeconfig(path, flag).map(Arc::new))
+        .transpose()
+}
+
+/// The client and front-proxy CAs (with its headers) of this server's own flags.
+fn own_settings(opts: &ServerRunOptions) -> Result<ExtensionAuthentication, String> {
+    let read = |flag: &str, path: &Path| {
+        std::fs::read_to_string(path).map_err(|e| format!("{flag} {}: {e}", path.display()))
+    };
+    let client_ca = match &opts.client_ca_file {
+        Some(path) => Some(read("--client-ca-file", path)?),
+        None => None,
+    };
+    let request_header = match &opts.requestheader_client_ca_file {
+        Some(path) => Some((
+            read("--requestheader-client-ca-file", path)?,
+            opts.request_header_config(),
+        )),
+        None => None,
+    };
+    Ok(ExtensionAuthentication {
+        client_ca,
+        request_header,
+    })
+}
+
+/// The certificate authenticators.
+struct ClientCas {
+    x509: Option<X509Authenticator>,
+    request_header: Option<RequestHeaderAuthenticator>,
+}
+
+/// The CAs of the flags; those not given, from the parent's published settings when
+/// there is a parent to ask (as upstream's delegating authentication looks them up).
+async fn client_cas(
+    opts: &ServerRunOptions,
+    parent: Option<&Parent>,
+    own: &ExtensionAuthentication,
+    provider: Arc<CryptoProvider>,
+) -> Result<ClientCas, String> {
+    let missing = own.client_ca.is_none() || own.request_header.is_none();
+    let looked_up = match parent {
+        Some(parent) if missing && !opts.authentication_skip_lookup => {
+            match lookup_extension_authentication(parent).await {
+                Ok(found) => found.unwrap_or_default(),
+                Err(e) if opts.authentication_tolerate_lookup_failure => {
+                    tracing::warn!(
+                        "cannot read the parent's {}/{}, continuing without the CAs it would give: {e}",
+                        extension_config::NAMESPACE,
+                        extension_config::NAME
+                    );
+                    ExtensionAuthentication::default()
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "unable to load configmap based request-header-client-ca-file: {e} (--authentication-skip-lookup or --authentication-tolerate-lookup-failure start without it)"
+                    ))
+                }
+            }
+        }
+        _ => ExtensionAuthentication::default(),
+    };
+    let from_parent = format!(
+        "the parent's {}/{}",
+        extension_config::NAMESPACE,
+        extension_config::NAME
+    );
+    let x509 = match (&opts.client_ca_file, &looked_up.client_ca) {
+        (Some(path), _) => Some(X509Authenticator::load(path, provider.clone())?),
+        (None, Some(pem)) => {
+            tracing::info!("client certificates verified against {from_parent}");
+            let source = format!("{from_parent} client-ca-file");
+            Some(X509Authenticator::new(ClientCa::from_pem(
+                pem.as_bytes(),
+                &source,
+                provider.clone(),
+            )?))
+        }
+        (None, None) => None,
+    };
+    let request_header = match (
+        &opts.requestheader_client_ca_file,
+        &looked_up.request_header,
+    ) {
+        (Some(path), _) => {
+            let ca = ClientCa::load(path, "--requestheader-client-ca-file", provider)?;
+            Some(RequestHeaderAuthenticator::new(
+                ca,
+                opts.request_header_config(),
+            ))
+        }
+        (None, Some((pem, config))) => {
+            tracing::info!("front proxies verified against {from_parent}");
+            let source = format!("{from_parent} requestheader-client-ca-file");
+            let ca = ClientCa::from_pem(pem.as_bytes(), &source, provider)?;
+            Some(RequestHeaderAuthenticator::new(ca, config.clone()))
+        }
+        (None, None) => None,
+    };
+    Ok(ClientCas {
+        x509,
+        request_header,
+    })
+}
+
+/// The parent's published settings; `None` when it publishes none (404).
+async fn lookup_extension_authentication(
+    parent: &Parent,
+) -> Result<Option<ExtensionAuthentication>, String> {
+    let path = format!(
+        "/api/v1/namespaces/{}/configmaps/{}",
+        extension_config::NAMESPACE,
+        extension_config::NAME
+    );
+    match parent.get(&path).await {
+        Ok(config_map) => {
+            let data: BTreeMap<String, String> =
+                serde_json::from_value(config_map["data"].clone()).unwrap_or_default();
+            ExtensionAuthentication::from_data(&data)
+                .map(Some)
+                .map_err(|e| format!("{}/{}: {e}", extension_config::NAMESPACE, extension_config::NAME))
+        }
+        Err(ParentError::Status { code: 404, .. }) => Ok(None),
+        // Upstream's hint: the reader role exists in every cluster for this.
+        Err(ParentError::Status { code: 403, message }) => Err(format!(
+            "{message}; usually fixed by 'kubectl create rolebinding -n {} ROLEBINDING_NAME --role=extension-apiserver-authentication-reader --user=YOUR_USER'",
+            extension_config::NAMESPACE
+        )),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Writes this server's client and front-proxy CAs into
+/// kube-system/extension-apiserver-authentication, added to what is there, as
+/// kube-apiserver keeps it for the API servers it fronts. Nothing to publish: nothing
+/// written.
+pub async fn publish_extension_authentication(
+    state: &ApiState,
+    ours: &ExtensionAuthentication,
+) -> Result<(), String> {
+    use crate::registry::store::{Target, WriteContext};
+    if ours.client_ca.is_none() && ours.request_header.is_none() {
+        return Ok(());
+    }
+    let Some(res) = state.catalog.get("", "v1", "configmaps") else {
+        return Ok(());
+    };
+    let (ns, name) = (extension_config::NAMESPACE, extension_config::NAME);
+    let fail = |e: crate::api::ApiError| format!("writing configmap {ns}/{name}: {e}");
+    let ctx = WriteContext::new("kube-apiserver");
+    // A write that raced another server's is tried again on what that one wrote.
+    for _ in 0..3 {
+        let existing = match state.store.get(&res, Some(ns), name).await {
+            Ok(obj) => Some(obj),
+            Err(e) if e.is_not_found() => None,
+            Err(e) => return Err(fail(e)),
+        };
+        let current: BTreeMap<String, String> = existing
+            .as_ref()
+            .and_then(|o| serde_json::from_value(o["data"].clone()).ok())
+            .unwrap_or_default();
+        let published = ExtensionAuthentication::from_data(&current).unwrap_or_default();
+        let data = ours.merged_into(&published).to_data();
+        let written = match existing {
+            Some(_) if data == current => return Ok(()),
+            Some(mut obj) => {
+                obj["data"] = serde_json::json!(data);
+                state
+                    .store
+                    .update(&res, Some(ns), name, obj, Target::Main, &ctx)
+                    .await
+            }
+            None => {
+                let obj = serde_json::json!({
+                    "apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": { "name": name, "namespace": ns },
+                    "data": data,
+                });
+                state.store.create(&res, Some(ns), obj, &ctx).await
+            }
+        };
+        match written {
+            Ok(_) => return Ok(()),
+            Err(e) if e.is_conflict() || e.is_already_exists() => continue,
+            Err(e) => return Err(fail(e)),
+        }
+    }
+    Err(format!(
+        "writing configmap {ns}/{name}: kept conflicting with other writers"
+    ))
 }
 
 /// The token issuer and verifier: the signing key of the flag, or one generated once

@@ -135,9 +135,10 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         });
     }
     watch_for_shutdown(state.hooks.clone());
-    let configured = auth::configure(&opts, &admin_token, &state)?;
+    let configured = auth::configure(&opts, &admin_token, &state).await?;
     let tls_config = tls::rustls_config(&cert, &opts.tls_policy(), configured.client_verifier)?;
     bootstrap(&state).await?;
+    auth::publish_extension_authentication(&state, &configured.published).await?;
     kubernetes_service(&state, opts.bind_address, opts.secure_port).await?;
     namespaces_created.store(true, std::sync::atomic::Ordering::Release);
     if let Some(rbac) = configured.rbac {

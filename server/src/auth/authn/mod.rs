@@ -4,26 +4,31 @@
 //! recognises but refuses (a certificate from another CA, an unknown or expired token)
 //! are 401 even with anonymous access on: a bad credential never becomes anonymous.
 
+pub mod requestheader;
 pub mod serviceaccount;
 pub mod token_file;
+pub mod token_review;
 pub mod x509;
 
 use std::sync::Arc;
 
+use actix_web::http::header::HeaderMap;
 use async_trait::async_trait;
 use rustls::pki_types::CertificateDer;
 
 use super::names::AUTHENTICATED;
 use super::UserInfo;
 
-/// What a request presents: its bearer token and the client certificate chain of its
-/// TLS connection.
+/// What a request presents: its bearer token, the client certificate chain of its
+/// TLS connection, and its headers (a front proxy's user).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Credentials<'a> {
     /// The token of an `Authorization: Bearer <token>` header.
     pub bearer: Option<&'a str>,
     /// The client's certificate chain, leaf first.
     pub client_certs: Option<&'a [CertificateDer<'static>]>,
+    /// The request's headers.
+    pub headers: Option<&'a HeaderMap>,
 }
 
 /// Why a request is not authenticated (always answered 401, as upstream; the reasons
@@ -54,12 +59,16 @@ pub trait TokenAuthenticator: Send + Sync {
     }
 }
 
-/// The authentication chain: client certificates, then bearer tokens, then anonymous.
+/// The authentication chain, in upstream's order: front proxies, client certificates,
+/// bearer tokens, then anonymous.
 #[derive(Default)]
 pub struct Authenticator {
-    /// `--client-ca-file`.
+    /// `--requestheader-client-ca-file` (or the parent's published front-proxy CA).
+    pub request_header: Option<requestheader::RequestHeaderAuthenticator>,
+    /// `--client-ca-file` (or the parent's published client CA).
     pub x509: Option<x509::X509Authenticator>,
-    /// Static tokens (the admin token, `--token-auth-file`), service account tokens.
+    /// Static tokens (the admin token, `--token-auth-file`), service account tokens, the
+    /// parent's TokenReviews (`--authentication-kubeconfig`).
     pub tokens: Vec<Arc<dyn TokenAuthenticator>>,
     /// `--anonymous-auth`.
     pub anonymous: bool,
@@ -70,6 +79,13 @@ impl Authenticator {
     /// when there are none (and anonymous access is on).
     pub async fn authenticate(&self, creds: Credentials<'_>) -> Result<UserInfo, Unauthenticated> {
         let mut errors = Vec::new();
+        if let (Some(proxy), Some(headers)) = (&self.request_header, creds.headers) {
+            match proxy.authenticate(creds.client_certs, headers) {
+                Ok(Some(user)) => return Ok(authenticated(user)),
+                Ok(None) => {}
+                Err(e) => errors.push(format!("front proxy: {e}")),
+            }
+        }
         if let (Some(x509), Some(chain)) = (&self.x509, creds.client_certs) {
             match x509.authenticate(chain) {
                 Ok(user) => return Ok(authenticated(user)),
@@ -166,16 +182,16 @@ mod tests {
 
     fn chain(anonymous: bool) -> Authenticator {
         Authenticator {
-            x509: None,
             tokens: vec![Arc::new(Fixed)],
             anonymous,
+            ..Authenticator::default()
         }
     }
 
     fn bearer(token: &str) -> Credentials<'_> {
         Credentials {
             bearer: Some(token),
-            client_certs: None,
+            ..Credentials::default()
         }
     }
 

@@ -17,51 +17,111 @@ use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureS
 
 use crate::auth::UserInfo;
 
-/// Verifies client certificates against the CA bundle of `--client-ca-file`.
+/// A CA bundle that client certificate chains are verified against (`--client-ca-file`,
+/// `--requestheader-client-ca-file`, or the bundles a parent publishes).
 #[derive(Debug)]
-pub struct X509Authenticator {
+pub struct ClientCa {
     verifier: Arc<dyn ClientCertVerifier>,
     /// The CAs' subjects, sent to clients as acceptable issuers.
     subjects: Vec<DistinguishedName>,
 }
 
-impl X509Authenticator {
-    /// Reads the CA bundle (PEM, one or more certificates).
-    pub fn load(path: &Path, provider: Arc<CryptoProvider>) -> Result<Self, String> {
-        let flag = format!("--client-ca-file {}", path.display());
-        let data = std::fs::read(path).map_err(|e| format!("{flag}: {e}"))?;
+impl ClientCa {
+    /// Reads a PEM bundle (one or more certificates) from `path`; `flag` names it in
+    /// errors.
+    pub fn load(path: &Path, flag: &str, provider: Arc<CryptoProvider>) -> Result<Self, String> {
+        let source = format!("{flag} {}", path.display());
+        let data = std::fs::read(path).map_err(|e| format!("{source}: {e}"))?;
+        Self::from_pem(&data, &source, provider)
+    }
+
+    /// The bundle in PEM text; `source` names it in errors.
+    pub fn from_pem(
+        pem: &[u8],
+        source: &str,
+        provider: Arc<CryptoProvider>,
+    ) -> Result<Self, String> {
         let mut roots = RootCertStore::empty();
-        for cert in rustls_pemfile::certs(&mut data.as_slice()) {
-            let cert = cert.map_err(|e| format!("{flag}: {e}"))?;
-            roots.add(cert).map_err(|e| format!("{flag}: {e}"))?;
+        for cert in rustls_pemfile::certs(&mut &pem[..]) {
+            let cert = cert.map_err(|e| format!("{source}: {e}"))?;
+            roots.add(cert).map_err(|e| format!("{source}: {e}"))?;
         }
         if roots.is_empty() {
-            return Err(format!("{flag}: no certificate found"));
+            return Err(format!("{source}: no certificate found"));
         }
         let subjects = roots.subjects();
         let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
             .allow_unauthenticated()
             .build()
-            .map_err(|e| format!("{flag}: {e}"))?;
-        Ok(X509Authenticator { verifier, subjects })
+            .map_err(|e| format!("{source}: {e}"))?;
+        Ok(ClientCa { verifier, subjects })
     }
 
-    /// The user of a verified chain (leaf first).
-    pub fn authenticate(&self, chain: &[CertificateDer<'static>]) -> Result<UserInfo, String> {
+    /// The leaf of a chain (leaf first) that verifies against this bundle.
+    pub fn verify<'c>(
+        &self,
+        chain: &'c [CertificateDer<'static>],
+    ) -> Result<&'c CertificateDer<'static>, String> {
         let (leaf, intermediates) = chain.split_first().ok_or("no client certificate")?;
         self.verifier
             .verify_client_cert(leaf, intermediates, UnixTime::now())
             .map_err(|e| format!("verifying the client certificate: {e}"))?;
-        user_of(leaf)
+        Ok(leaf)
     }
 
-    /// A verifier for the TLS server config that requests a client certificate.
-    pub fn tls_verifier(&self, provider: Arc<CryptoProvider>) -> Arc<dyn ClientCertVerifier> {
-        Arc::new(RequestClientCert {
-            subjects: self.subjects.clone(),
-            provider,
+    /// The CAs' subjects (the TLS layer's acceptable issuers).
+    pub fn subjects(&self) -> &[DistinguishedName] {
+        &self.subjects
+    }
+}
+
+/// Client certificates as users: verified against `--client-ca-file`.
+#[derive(Debug)]
+pub struct X509Authenticator {
+    ca: ClientCa,
+}
+
+impl X509Authenticator {
+    /// Reads the CA bundle of `--client-ca-file` (PEM, one or more certificates).
+    pub fn load(path: &Path, provider: Arc<CryptoProvider>) -> Result<Self, String> {
+        Ok(X509Authenticator {
+            ca: ClientCa::load(path, "--client-ca-file", provider)?,
         })
     }
+
+    /// Users of certificates signed by `ca`.
+    pub fn new(ca: ClientCa) -> Self {
+        X509Authenticator { ca }
+    }
+
+    /// The user of a verified chain (leaf first).
+    pub fn authenticate(&self, chain: &[CertificateDer<'static>]) -> Result<UserInfo, String> {
+        user_of(self.ca.verify(chain)?)
+    }
+
+    /// The CA bundle.
+    pub fn ca(&self) -> &ClientCa {
+        &self.ca
+    }
+}
+
+/// A verifier for the TLS server config that requests a client certificate, naming
+/// `subjects` as acceptable issuers, and accepts any the client holds the key of.
+pub fn tls_verifier(
+    subjects: Vec<DistinguishedName>,
+    provider: Arc<CryptoProvider>,
+) -> Arc<dyn ClientCertVerifier> {
+    Arc::new(RequestClientCert { subjects, provider })
+}
+
+/// The common name of a certificate's subject (empty when it has none).
+pub fn common_name(cert: &CertificateDer<'_>) -> Result<String, String> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref())
+        .map_err(|e| format!("parsing the client certificate: {e}"))?;
+    let cn = parsed.subject().iter_common_name().next();
+    cn.map_or(Ok(String::new()), |cn| {
+        cn.as_str().map(str::to_string).map_err(|e| e.to_string())
+    })
 }
 
 /// CN → user name, O → groups.

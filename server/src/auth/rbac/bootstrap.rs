@@ -359,6 +359,24 @@ fn view_rules() -> Vec<PolicyRule> {
     ]
 }
 
+/// The bootstrap Roles, each with its namespace: upstream's
+/// `extension-apiserver-authentication-reader` in kube-system, which lets an aggregated
+/// API server read the front-proxy settings this server publishes.
+pub fn roles() -> Vec<Value> {
+    let mut reader = json!({
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "Role",
+        "metadata": metadata("extension-apiserver-authentication-reader", &[]),
+        "rules": [PolicyRule {
+            resource_names: vec!["extension-apiserver-authentication".into()],
+            ..rule(READ, "", &["configmaps"])
+        }
+        .to_json()],
+    });
+    reader["metadata"]["namespace"] = json!("kube-system");
+    vec![reader]
+}
+
 /// The bootstrap ClusterRoleBindings, sorted by name.
 pub fn cluster_role_bindings() -> Vec<Value> {
     vec![
@@ -620,8 +638,37 @@ mod tests {
     }
 
     #[test]
+    fn the_extension_authentication_reader_reads_only_that_configmap() {
+        let reader = named(&roles(), "extension-apiserver-authentication-reader").clone();
+        assert_eq!(reader["metadata"]["namespace"], "kube-system");
+        let binding = json!({"kind": "RoleBinding",
+            "metadata": {"name": "b", "namespace": "kube-system"},
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": "extension-apiserver-authentication-reader"},
+            "subjects": [{"apiGroup": RBAC_GROUP, "kind": "User", "name": "aggregated"}]});
+        let index = RbacIndex::from_json(&[reader], &[], &[binding], &[]);
+        assert!(index.issues().is_empty(), "{:?}", index.issues());
+        let u = user("aggregated", &[]);
+        let get = |ns: &'static str, name: &'static str| {
+            index
+                .authorize(
+                    &Attributes::resource(&u, "get", "", "configmaps")
+                        .in_namespace(ns)
+                        .named(name),
+                )
+                .is_allowed()
+        };
+        assert!(get("kube-system", "extension-apiserver-authentication"));
+        assert!(!get("kube-system", "other"));
+        assert!(!get("default", "extension-apiserver-authentication"));
+    }
+
+    #[test]
     fn every_object_is_marked_and_readable() {
-        for object in cluster_roles().iter().chain(&cluster_role_bindings()) {
+        for object in cluster_roles()
+            .iter()
+            .chain(&cluster_role_bindings())
+            .chain(&roles())
+        {
             let meta = &object["metadata"];
             assert_eq!(
                 meta["labels"]["kubernetes.io/bootstrapping"],
