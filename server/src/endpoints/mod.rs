@@ -118,4 +118,7 @@ pub struct ApiState {
     pub crds_synced: Arc<std::sync::atomic::AtomicBool>,
     /// The post-start hooks and shutdown state `/healthz`, `/livez` and `/readyz` report.
     pub hooks: Arc<crate::server::health::Hooks>,
+    /// Graceful shutdown's state: whether requests are still accepted, which are in
+    /// flight; watches end when it stops accepting.
+    pub lifecycle: Arc<crate::server::lifecycle::Lifecycle>,
 }
