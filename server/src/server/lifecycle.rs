@@ -2,14 +2,17 @@
 //!
 //! 1. `ShutdownInitiated` (SIGTERM or SIGINT): `/readyz` fails its `shutdown` check at
 //!    once; requests are served as usual for `--shutdown-delay-duration`.
-//! 2. `NotAcceptingNewRequest`: the listener closes (with `--shutdown-send-retry-after`
-//!    it stays open, answering 429, until the requests in flight are done), requests
-//!    arriving on open connections are refused (`filters::shutdown`), and every open
-//!    watch is told to end: its stream finishes cleanly.
+//! 2. `NotAcceptingNewRequest`: the listener refuses new connections (with
+//!    `--shutdown-send-retry-after` it stays open, answering 429, until the requests in
+//!    flight are done), requests arriving on open connections are refused with an
+//!    answer and `Connection: close` (`filters::shutdown`), and every open watch is told
+//!    to end: its stream finishes cleanly.
 //! 3. `InFlightRequestsDrained`: the requests in flight have answered (they are bounded
 //!    by `--request-timeout`) and the watches have sent their end (bounded by
 //!    `--shutdown-watch-termination-grace-period`, at least a second).
-//! 4. Storage is closed and the process exits 0.
+//! 4. Open connections close (each after its last answer; those accepted just before
+//!    the listener closed get half a second to send a request first), storage is
+//!    closed and the process exits 0.
 //!
 //! A second SIGTERM or SIGINT at any point exits at once with code 1, as upstream.
 
@@ -203,18 +206,43 @@ impl Signals {
     }
 }
 
-/// Stops the HTTP server: closing its listener and letting its connections finish.
+/// The HTTP server's two stops.
 pub trait StopServing {
-    /// Stop accepting connections; open ones finish what they serve, then close.
-    fn stop_listening(&self);
+    /// No new connection: new connection attempts are refused; open connections go on.
+    fn stop_accepting(&self);
+    /// Close the open connections once each has answered what it is serving.
+    fn stop_serving(&self);
 }
 
-impl StopServing for actix_web::dev::ServerHandle {
-    fn stop_listening(&self) {
-        // The command is sent at once; its completion is awaited through the server.
-        drop(self.stop(true));
+/// The actix server, and its listening socket to refuse connections on.
+pub struct HttpServerControl {
+    pub handle: actix_web::dev::ServerHandle,
+    /// A second handle on the listening socket (the server owns the first).
+    pub listener: socket2::Socket,
+}
+
+impl StopServing for HttpServerControl {
+    fn stop_accepting(&self) {
+        // The accept loop lets go of the socket first, so it sees no accept errors;
+        // shutting the socket down then refuses new connections (and resets those still
+        // waiting in its backlog, before any TLS), as a closed listener would.
+        drop(self.handle.pause());
+        if let Err(e) = self.listener.shutdown(std::net::Shutdown::Both) {
+            tracing::warn!("closing the listening socket: {e}");
+        }
+    }
+
+    fn stop_serving(&self) {
+        // Sent at once; idle connections close, busy ones after their answer. The
+        // server's future completes when they are gone.
+        drop(self.handle.stop(true));
     }
 }
+
+/// How long, once drained, connections accepted just before the listener closed get
+/// to send their first request (it is refused, with an answer) before connections are
+/// closed; upstream's HTTP server gives new connections such a grace too.
+const NEW_CONNECTION_GRACE: Duration = Duration::from_millis(500);
 
 /// Waits for the first signal, then runs the shutdown sequence (steps 1 to 3 of the
 /// module's list). Returns when the server may close storage and exit.
@@ -237,7 +265,7 @@ pub async fn shutdown(
     event("AfterShutdownDelayDuration", first);
     lifecycle.stop_accepting();
     if !lifecycle.sends_retry_after() {
-        server.stop_listening();
+        server.stop_accepting();
     }
     event("NotAcceptingNewRequest", first);
     let requests = lifecycle
@@ -256,9 +284,13 @@ pub async fn shutdown(
         );
     }
     if lifecycle.sends_retry_after() {
-        server.stop_listening();
+        server.stop_accepting();
     }
     event("InFlightRequestsDrained", first);
+    tokio::time::sleep(NEW_CONNECTION_GRACE).await;
+    // Requests that came in meanwhile were refused; they end with their answer.
+    lifecycle.requests.drained(REQUEST_DRAIN_SLACK).await;
+    server.stop_serving();
 }
 
 /// Waits, briefly, for the HTTP server to flush its last answers and close.

@@ -187,11 +187,13 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         server = server.workers(opts.workers);
     }
     let addr = std::net::SocketAddr::new(opts.bind_address, opts.secure_port);
+    let socket = listener(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    // Kept to refuse new connections at shutdown, while the server finishes its own.
+    let listening = socket
+        .try_clone()
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let server = server
-        .listen_rustls_0_23(
-            listener(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?,
-            tls_config,
-        )
+        .listen_rustls_0_23(socket, tls_config)
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let bound = server.addrs().first().copied().unwrap_or(addr);
 
@@ -221,7 +223,10 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         signals,
         state.lifecycle.clone(),
         state.hooks.clone(),
-        server.handle(),
+        lifecycle::HttpServerControl {
+            handle: server.handle(),
+            listener: socket2::Socket::from(listening),
+        },
         shutdown,
     );
     tokio::pin!(server);
