@@ -21,6 +21,7 @@ pub mod endpoints;
 pub mod filters;
 #[rustfmt::skip]
 pub mod generated;
+pub mod logging;
 pub mod metrics;
 pub mod openapi;
 pub mod openapi_v2_pb;
@@ -30,4 +31,5 @@ pub mod protobuf;
 pub mod registry;
 pub mod server;
 pub mod storage;
+pub mod upstream_flags;
 pub mod webhook;

@@ -321,6 +321,20 @@ async fn serve(
         .body(m.render())
 }
 
+/// The verb upstream's metrics and access log report for a request (see
+/// [`reported_verb`]).
+pub fn request_verb(req: &HttpRequest, info: &RequestInfo) -> &'static str {
+    reported_verb(info, req.method(), is_apply(req))
+}
+
+fn is_apply(req: &HttpRequest) -> bool {
+    req.method() == Method::PATCH
+        && req
+            .headers()
+            .get(actix_web::http::header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"application/apply-patch"))
+}
+
 /// The verb upstream reports: the installer's action verbs (POST, PUT, not create,
 /// update), APPLY for server-side apply, the method for non-resource requests, `other`
 /// for anything else.
@@ -474,11 +488,7 @@ struct Pending {
 
 impl Pending {
     fn new(req: &HttpRequest, info: Rc<RequestInfo>) -> Pending {
-        let apply = req.method() == Method::PATCH
-            && req
-                .headers()
-                .get(actix_web::http::header::CONTENT_TYPE)
-                .is_some_and(|v| v.as_bytes().starts_with(b"application/apply-patch"));
+        let apply = is_apply(req);
         let dry_run = req.query_string().split('&').any(|kv| kv == "dryRun=All");
         Pending {
             start: Instant::now(),

@@ -1,100 +1,126 @@
 //! Command-line flags, named as kube-apiserver's, parsed with clap and validated with
-//! every problem reported at once.
+//! every problem reported at once. `--help` groups them in kube-apiserver's sections
+//! and order; upstream flags this server does not implement are answered by
+//! [`crate::upstream_flags`].
 
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 
-/// Flags of the `apiserver` binary.
+/// The sections of `--help`, in kube-apiserver's order (its named flag sets). Sections
+/// whose flags this server has none of (features, API enablement, egress selector,
+/// metrics, traces) are left out.
+pub mod sections {
+    pub const GENERIC: &str = "Generic flags";
+    pub const ETCD: &str = "Etcd flags";
+    pub const SECURE_SERVING: &str = "Secure serving flags";
+    pub const AUDITING: &str = "Auditing flags";
+    pub const AUTHENTICATION: &str = "Authentication flags";
+    pub const AUTHORIZATION: &str = "Authorization flags";
+    pub const ADMISSION: &str = "Admission flags";
+    pub const LOGS: &str = "Logs flags";
+    pub const MISC: &str = "Misc flags";
+    pub const GLOBAL: &str = "Global flags";
+}
+
+/// `--help`'s layout: upstream's synopsis shape, then the sections.
+const HELP_TEMPLATE: &str = "{about-with-newline}\nUsage:\n  {usage}\n\n{all-args}";
+
+/// Flags of the `apiserver` binary. Fields are declared section by section (clap lists
+/// sections in the order their first flag is declared), alphabetically within each, as
+/// upstream prints them.
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "apiserver",
-    version,
-    about = "A Kubernetes-compatible API server whose resources are generated from definitions."
+    version = crate::server::health::GIT_VERSION,
+    about = "A Kubernetes-compatible API server whose resources are generated from definitions.",
+    override_usage = "apiserver [flags]",
+    help_template = HELP_TEMPLATE,
+    disable_help_flag = true,
+    disable_version_flag = true,
+    max_term_width = 120
 )]
 pub struct ServerRunOptions {
-    /// The port on which to serve HTTPS.
-    #[arg(long = "secure-port", default_value_t = 6443)]
-    pub secure_port: u16,
+    // Generic flags.
+    /// The most mutating requests (create, update, patch, delete) served at once; more
+    /// get 429 with Retry-After. 0: no limit.
+    #[arg(long = "max-mutating-requests-inflight", default_value_t = 200, help_heading = sections::GENERIC, value_name = "int")]
+    pub max_mutating_requests_inflight: usize,
 
-    /// A CIDR notation IP range from which to assign service cluster IPs (IPv4 only
-    /// here; upstream also takes an IPv6 or a dual-stack pair).
-    #[arg(long = "service-cluster-ip-range", default_value = crate::registry::services::DEFAULT_CLUSTER_IP_RANGE)]
-    pub service_cluster_ip_range: String,
+    /// The most read-only requests served at once (watches not counted); more get 429
+    /// with Retry-After. 0: no limit.
+    #[arg(long = "max-requests-inflight", default_value_t = 400, help_heading = sections::GENERIC, value_name = "int")]
+    pub max_requests_inflight: usize,
 
-    /// A port range to reserve for services with NodePort visibility (`30000-32767`,
-    /// inclusive at both ends).
-    #[arg(long = "service-node-port-range", default_value = crate::registry::services::DEFAULT_NODE_PORT_RANGE)]
-    pub service_node_port_range: String,
+    /// The longest a request may take (watches excepted) before it is answered 504, as a
+    /// duration such as 1m0s or 30s.
+    #[arg(long = "request-timeout", default_value = "1m0s", value_parser = crate::filters::limits::parse_duration, help_heading = sections::GENERIC, value_name = "duration")]
+    pub request_timeout: Duration,
 
-    /// The IP address on which to listen for the --secure-port port.
-    #[arg(long = "bind-address", default_value = "127.0.0.1")]
-    pub bind_address: IpAddr,
+    /// Time to delay the termination after SIGTERM or SIGINT. Meanwhile requests are
+    /// served as usual and /healthz and /livez pass, but /readyz fails at once, so a load
+    /// balancer can stop sending traffic here.
+    #[arg(long = "shutdown-delay-duration", default_value = "0s", value_parser = crate::filters::limits::parse_duration, help_heading = sections::GENERIC, value_name = "duration")]
+    pub shutdown_delay_duration: Duration,
 
-    /// File containing the default x509 certificate for HTTPS (CA cert, if any,
-    /// concatenated after the server cert).
-    #[arg(long = "tls-cert-file")]
-    pub tls_cert_file: Option<PathBuf>,
+    /// After the shutdown delay, keep listening until the requests in flight are done,
+    /// answering new ones 429 with Retry-After and `Connection: close` (instead of
+    /// closing the listener at once).
+    #[arg(
+        long = "shutdown-send-retry-after",
+        default_value_t = false,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set,
+        help_heading = sections::GENERIC
+    )]
+    pub shutdown_send_retry_after: bool,
 
-    /// File containing the default x509 private key matching --tls-cert-file.
-    #[arg(long = "tls-private-key-file")]
-    pub tls_private_key_file: Option<PathBuf>,
+    /// How long shutdown waits for open watches to send their end (they are all told to
+    /// end once the shutdown delay is over); at least a second is always given.
+    #[arg(long = "shutdown-watch-termination-grace-period", default_value = "0s", value_parser = crate::filters::limits::parse_duration, help_heading = sections::GENERIC, value_name = "duration")]
+    pub shutdown_watch_termination_grace_period: Duration,
 
-    /// The directory where the self-signed TLS certificate is written when
-    /// --tls-cert-file and --tls-private-key-file are not given. Defaults to
-    /// <data-dir>/certs.
-    #[arg(long = "cert-dir")]
-    pub cert_dir: Option<PathBuf>,
-
-    /// The directory of the embedded store; the admin kubeconfig is written beside it.
-    #[arg(long = "data-dir", default_value = ".apiserver-data")]
-    pub data_dir: PathBuf,
-
-    /// Where to write the admin kubeconfig. Defaults to <data-dir>/admin.kubeconfig.
-    #[arg(long = "kubeconfig-out")]
-    pub kubeconfig_out: Option<PathBuf>,
-
-    /// The number of HTTP worker threads (0 = one per core).
-    #[arg(long = "workers", default_value_t = 0)]
-    pub workers: usize,
-
-    /// List of etcd servers to connect with (scheme://ip:port), comma separated. When
-    /// given, etcd is used instead of the embedded store (needs a binary built with the
-    /// `etcd` feature).
-    #[arg(long = "etcd-servers", value_delimiter = ',')]
-    pub etcd_servers: Vec<String>,
-
-    /// The prefix to prepend to all resource paths in etcd (replaces `/registry`).
-    #[arg(long = "etcd-prefix", default_value = "/registry")]
-    pub etcd_prefix: String,
+    // Etcd flags.
+    /// The file of an `apiserver.config.k8s.io/v1` EncryptionConfiguration: which
+    /// resources are encrypted at rest, and with which providers and keys (identity,
+    /// aescbc, aesgcm, secretbox).
+    #[arg(long = "encryption-provider-config", value_name = "FILE", help_heading = sections::ETCD)]
+    pub encryption_provider_config: Option<PathBuf>,
 
     /// SSL Certificate Authority file used to secure etcd communication.
-    #[arg(long = "etcd-cafile")]
+    #[arg(long = "etcd-cafile", help_heading = sections::ETCD, value_name = "string")]
     pub etcd_cafile: Option<PathBuf>,
 
     /// SSL certification file used to secure etcd communication.
-    #[arg(long = "etcd-certfile")]
+    #[arg(long = "etcd-certfile", help_heading = sections::ETCD, value_name = "string")]
     pub etcd_certfile: Option<PathBuf>,
-
-    /// SSL key file used to secure etcd communication.
-    #[arg(long = "etcd-keyfile")]
-    pub etcd_keyfile: Option<PathBuf>,
 
     /// The interval of compaction requests (Go duration, e.g. 5m0s; 0 disables). Applies
     /// to etcd and to the embedded store's watch history.
     #[arg(
         long = "etcd-compaction-interval",
         default_value = "5m0s",
-        value_parser = crate::storage::parse_duration
-    )]
-    pub etcd_compaction_interval: std::time::Duration,
+        value_parser = crate::storage::parse_duration,
+        help_heading = sections::ETCD,
+        value_name = "duration")]
+    pub etcd_compaction_interval: Duration,
 
-    /// The file of an `apiserver.config.k8s.io/v1` EncryptionConfiguration: which
-    /// resources are encrypted at rest, and with which providers and keys (identity,
-    /// aescbc, aesgcm, secretbox).
-    #[arg(long = "encryption-provider-config", value_name = "FILE")]
-    pub encryption_provider_config: Option<PathBuf>,
+    /// SSL key file used to secure etcd communication.
+    #[arg(long = "etcd-keyfile", help_heading = sections::ETCD, value_name = "string")]
+    pub etcd_keyfile: Option<PathBuf>,
+
+    /// The prefix to prepend to all resource paths in etcd (replaces `/registry`).
+    #[arg(long = "etcd-prefix", default_value = "/registry", help_heading = sections::ETCD, value_name = "string")]
+    pub etcd_prefix: String,
+
+    /// List of etcd servers to connect with (scheme://ip:port), comma separated. When
+    /// given, etcd is used instead of the embedded store (needs a binary built with the
+    /// `etcd` feature).
+    #[arg(long = "etcd-servers", value_delimiter = ',', help_heading = sections::ETCD, value_name = "strings")]
+    pub etcd_servers: Vec<String>,
 
     /// Enable watch caching: one in-memory cache per resource serves watches, and LISTs
     /// and GETs (resourceVersion 0, and consistent reads once caught up), without
@@ -104,26 +130,100 @@ pub struct ServerRunOptions {
         default_value_t = true,
         num_args = 0..=1,
         default_missing_value = "true",
-        action = clap::ArgAction::Set
+        action = clap::ArgAction::Set,
+        help_heading = sections::ETCD
     )]
     pub watch_cache: bool,
 
-    /// A directory of YAML resource definitions (the `api-defs/` format) to serve without
-    /// codegen or a restart: files added, changed or removed there are registered,
-    /// re-registered or unregistered within a second. Not a kube-apiserver flag; for
-    /// trying a definition out (kinds that need typed Rust go through codegen).
-    #[arg(long = "definitions-dir", value_name = "DIR")]
-    pub definitions_dir: Option<PathBuf>,
+    // Secure serving flags.
+    /// The IP address on which to listen for the --secure-port port.
+    #[arg(long = "bind-address", default_value = "127.0.0.1", help_heading = sections::SECURE_SERVING, value_name = "ip")]
+    pub bind_address: IpAddr,
 
-    /// A PEM bundle of the CAs whose client certificates authenticate: the common name
-    /// is the user name, each organization a group.
-    #[arg(long = "client-ca-file", value_name = "FILE")]
-    pub client_ca_file: Option<PathBuf>,
+    /// The directory where the self-signed TLS certificate is written when
+    /// --tls-cert-file and --tls-private-key-file are not given. Defaults to
+    /// <data-dir>/certs.
+    #[arg(long = "cert-dir", help_heading = sections::SECURE_SERVING, value_name = "string")]
+    pub cert_dir: Option<PathBuf>,
 
-    /// A CSV file of bearer tokens: `token,user,uid,"group1,group2"` per line.
-    #[arg(long = "token-auth-file", value_name = "FILE")]
-    pub token_auth_file: Option<PathBuf>,
+    /// The port on which to serve HTTPS.
+    #[arg(long = "secure-port", default_value_t = 6443, help_heading = sections::SECURE_SERVING, value_name = "int")]
+    pub secure_port: u16,
 
+    /// File containing the default x509 certificate for HTTPS (CA cert, if any,
+    /// concatenated after the server cert).
+    #[arg(long = "tls-cert-file", help_heading = sections::SECURE_SERVING, value_name = "string")]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// Comma-separated TLS 1.2 cipher suites to allow, by IANA name (e.g.
+    /// TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256); TLS 1.3 suites are always allowed. Empty:
+    /// all suites rustls offers.
+    #[arg(
+        long = "tls-cipher-suites",
+        value_delimiter = ',',
+        value_name = "SUITES",
+        help_heading = sections::SECURE_SERVING
+    )]
+    pub tls_cipher_suites: Vec<String>,
+
+    /// The oldest TLS version served: VersionTLS12 (default) or VersionTLS13.
+    #[arg(long = "tls-min-version", value_name = "VERSION", help_heading = sections::SECURE_SERVING)]
+    pub tls_min_version: Option<String>,
+
+    /// File containing the default x509 private key matching --tls-cert-file.
+    #[arg(long = "tls-private-key-file", help_heading = sections::SECURE_SERVING, value_name = "string")]
+    pub tls_private_key_file: Option<PathBuf>,
+
+    // Auditing flags.
+    /// Days to keep rotated audit log files (0: no limit).
+    #[arg(
+        long = "audit-log-maxage",
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        help_heading = sections::AUDITING,
+        value_name = "int")]
+    pub audit_log_maxage: i64,
+
+    /// Rotated audit log files to keep (0: all).
+    #[arg(
+        long = "audit-log-maxbackup",
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        help_heading = sections::AUDITING,
+        value_name = "int")]
+    pub audit_log_maxbackup: i64,
+
+    /// Megabytes the audit log may reach before it is rotated (0: 100).
+    #[arg(
+        long = "audit-log-maxsize",
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        help_heading = sections::AUDITING,
+        value_name = "int")]
+    pub audit_log_maxsize: i64,
+
+    /// The format of audit log lines: json (`legacy` is not supported).
+    #[arg(long = "audit-log-format", default_value = "json", help_heading = sections::AUDITING, value_name = "string")]
+    pub audit_log_format: String,
+
+    /// How audit events are written: blocking (each request waits for its events to be
+    /// written; failures are logged), blocking-strict (as blocking, and a request whose
+    /// first event cannot be written fails) or batch (queued for a writer thread;
+    /// dropped when the queue is full).
+    #[arg(long = "audit-log-mode", default_value = "blocking", help_heading = sections::AUDITING, value_name = "string")]
+    pub audit_log_mode: String,
+
+    /// Where audit events are written, one JSON line each; `-` is standard output.
+    /// Without it nothing is audited.
+    #[arg(long = "audit-log-path", value_name = "PATH", help_heading = sections::AUDITING)]
+    pub audit_log_path: Option<PathBuf>,
+
+    /// The audit policy (audit.k8s.io/v1 Policy, YAML): which requests are audited and
+    /// how much of each. Without it nothing is audited.
+    #[arg(long = "audit-policy-file", value_name = "FILE", help_heading = sections::AUDITING)]
+    pub audit_policy_file: Option<PathBuf>,
+
+    // Authentication flags.
     /// Requests without credentials are served as `system:anonymous` (group
     /// `system:unauthenticated`), allowed what the authorizers grant them; with false
     /// they are 401.
@@ -132,84 +232,21 @@ pub struct ServerRunOptions {
         default_value_t = true,
         num_args = 0..=1,
         default_missing_value = "true",
-        action = clap::ArgAction::Set
+        action = clap::ArgAction::Set,
+        help_heading = sections::AUTHENTICATION
     )]
     pub anonymous_auth: bool,
 
-    /// PEM keys (public, or PKCS#8 private) that verify service account tokens;
-    /// repeatable. Default: the key of `--service-account-signing-key-file`.
-    #[arg(long = "service-account-key-file", value_name = "FILE")]
-    pub service_account_key_file: Vec<PathBuf>,
-
-    /// The PKCS#8 private key (RSA or ECDSA) that signs service account tokens.
-    /// Default: a P-256 key the server generates once in `--data-dir`.
-    #[arg(long = "service-account-signing-key-file", value_name = "FILE")]
-    pub service_account_signing_key_file: Option<PathBuf>,
-
-    /// The `iss` of the service account tokens issued (the first) and accepted (all);
-    /// repeatable.
-    #[arg(
-        long = "service-account-issuer",
-        value_name = "URL",
-        default_value = "https://kubernetes.default.svc.cluster.local"
-    )]
-    pub service_account_issuer: Vec<String>,
-
     /// The audiences a token must be for, comma-separated. Default: the issuers.
-    #[arg(long = "api-audiences", value_delimiter = ',')]
+    #[arg(long = "api-audiences", value_delimiter = ',', help_heading = sections::AUTHENTICATION, value_name = "strings")]
     pub api_audiences: Vec<String>,
-
-    /// The longest lifetime a TokenRequest may ask for (e.g. 24h); unset: no limit.
-    #[arg(long = "service-account-max-token-expiration", value_parser = crate::filters::limits::parse_duration)]
-    pub service_account_max_token_expiration: Option<std::time::Duration>,
-
-    /// Authorizers asked in order, comma-separated: AlwaysAllow, AlwaysDeny, RBAC.
-    /// Default: RBAC; with --authorization-kubeconfig none (the parent decides), and
-    /// modes given as well are asked before the parent.
-    #[arg(
-        long = "authorization-mode",
-        value_delimiter = ',',
-        value_name = "MODES"
-    )]
-    pub authorization_mode: Vec<String>,
-
-    /// A PEM bundle of the CAs that sign front proxies' client certificates: a request
-    /// with such a certificate is the user its --requestheader-username-headers name.
-    #[arg(long = "requestheader-client-ca-file", value_name = "FILE")]
-    pub requestheader_client_ca_file: Option<PathBuf>,
-
-    /// Common names a front proxy's certificate may have (comma-separated); empty: any
-    /// certificate the requestheader CA signed.
-    #[arg(long = "requestheader-allowed-names", value_delimiter = ',')]
-    pub requestheader_allowed_names: Vec<String>,
-
-    /// Request headers naming the user, the first with a value counts. Default:
-    /// X-Remote-User.
-    #[arg(long = "requestheader-username-headers", value_delimiter = ',')]
-    pub requestheader_username_headers: Vec<String>,
-
-    /// Request headers carrying the user's groups. Default: X-Remote-Group.
-    #[arg(long = "requestheader-group-headers", value_delimiter = ',')]
-    pub requestheader_group_headers: Vec<String>,
-
-    /// Prefixes of request headers carrying the user's extras. Default: X-Remote-Extra-.
-    #[arg(long = "requestheader-extra-headers-prefix", value_delimiter = ',')]
-    pub requestheader_extra_headers_prefix: Vec<String>,
-
-    /// Request headers carrying the user's uid (X-Remote-Uid is suggested). Default: none.
-    #[arg(long = "requestheader-uid-headers", value_delimiter = ',')]
-    pub requestheader_uid_headers: Vec<String>,
 
     /// A kubeconfig naming the parent API server this one is aggregated into: bearer
     /// tokens it does not know are checked with TokenReviews there, and client and
     /// front-proxy CAs not given by flags are read from the parent's
     /// kube-system/extension-apiserver-authentication ConfigMap.
-    #[arg(long = "authentication-kubeconfig", value_name = "FILE")]
+    #[arg(long = "authentication-kubeconfig", value_name = "string", help_heading = sections::AUTHENTICATION)]
     pub authentication_kubeconfig: Option<PathBuf>,
-
-    /// How long the parent's TokenReview answers are cached.
-    #[arg(long = "authentication-token-webhook-cache-ttl", default_value = "10s", value_parser = crate::filters::limits::parse_duration)]
-    pub authentication_token_webhook_cache_ttl: std::time::Duration,
 
     /// Do not read the parent's extension-apiserver-authentication ConfigMap.
     #[arg(
@@ -217,9 +254,14 @@ pub struct ServerRunOptions {
         default_value_t = false,
         num_args = 0..=1,
         default_missing_value = "true",
-        action = clap::ArgAction::Set
+        action = clap::ArgAction::Set,
+        help_heading = sections::AUTHENTICATION
     )]
     pub authentication_skip_lookup: bool,
+
+    /// How long the parent's TokenReview answers are cached.
+    #[arg(long = "authentication-token-webhook-cache-ttl", default_value = "10s", value_parser = crate::filters::limits::parse_duration, help_heading = sections::AUTHENTICATION, value_name = "duration")]
+    pub authentication_token_webhook_cache_ttl: std::time::Duration,
 
     /// Start even when the parent's extension-apiserver-authentication ConfigMap cannot
     /// be read (without the CAs it would give).
@@ -228,146 +270,326 @@ pub struct ServerRunOptions {
         default_value_t = false,
         num_args = 0..=1,
         default_missing_value = "true",
-        action = clap::ArgAction::Set
+        action = clap::ArgAction::Set,
+        help_heading = sections::AUTHENTICATION
     )]
     pub authentication_tolerate_lookup_failure: bool,
 
-    /// A kubeconfig naming the parent API server that authorizes this one's requests
-    /// with SubjectAccessReviews.
-    #[arg(long = "authorization-kubeconfig", value_name = "FILE")]
-    pub authorization_kubeconfig: Option<PathBuf>,
+    /// A PEM bundle of the CAs whose client certificates authenticate: the common name
+    /// is the user name, each organization a group.
+    #[arg(long = "client-ca-file", value_name = "FILE", help_heading = sections::AUTHENTICATION)]
+    pub client_ca_file: Option<PathBuf>,
 
-    /// How long the parent's "allowed" answers are cached.
-    #[arg(long = "authorization-webhook-cache-authorized-ttl", default_value = "10s", value_parser = crate::filters::limits::parse_duration)]
-    pub authorization_webhook_cache_authorized_ttl: std::time::Duration,
+    /// Common names a front proxy's certificate may have (comma-separated); empty: any
+    /// certificate the requestheader CA signed.
+    #[arg(long = "requestheader-allowed-names", value_delimiter = ',', help_heading = sections::AUTHENTICATION, value_name = "strings")]
+    pub requestheader_allowed_names: Vec<String>,
 
-    /// How long the parent's "not allowed" answers are cached.
-    #[arg(long = "authorization-webhook-cache-unauthorized-ttl", default_value = "10s", value_parser = crate::filters::limits::parse_duration)]
-    pub authorization_webhook_cache_unauthorized_ttl: std::time::Duration,
+    /// A PEM bundle of the CAs that sign front proxies' client certificates: a request
+    /// with such a certificate is the user its --requestheader-username-headers name.
+    #[arg(long = "requestheader-client-ca-file", value_name = "string", help_heading = sections::AUTHENTICATION)]
+    pub requestheader_client_ca_file: Option<PathBuf>,
 
+    /// Prefixes of request headers carrying the user's extras. Default: X-Remote-Extra-.
+    #[arg(long = "requestheader-extra-headers-prefix", value_delimiter = ',', help_heading = sections::AUTHENTICATION, value_name = "strings")]
+    pub requestheader_extra_headers_prefix: Vec<String>,
+
+    /// Request headers carrying the user's groups. Default: X-Remote-Group.
+    #[arg(long = "requestheader-group-headers", value_delimiter = ',', help_heading = sections::AUTHENTICATION, value_name = "strings")]
+    pub requestheader_group_headers: Vec<String>,
+
+    /// Request headers carrying the user's uid (X-Remote-Uid is suggested). Default: none.
+    #[arg(long = "requestheader-uid-headers", value_delimiter = ',', help_heading = sections::AUTHENTICATION, value_name = "strings")]
+    pub requestheader_uid_headers: Vec<String>,
+
+    /// Request headers naming the user, the first with a value counts. Default:
+    /// X-Remote-User.
+    #[arg(long = "requestheader-username-headers", value_delimiter = ',', help_heading = sections::AUTHENTICATION, value_name = "strings")]
+    pub requestheader_username_headers: Vec<String>,
+
+    /// The `iss` of the service account tokens issued (the first) and accepted (all);
+    /// repeatable.
+    #[arg(
+        long = "service-account-issuer",
+        value_name = "URL",
+        default_value = "https://kubernetes.default.svc.cluster.local",
+        help_heading = sections::AUTHENTICATION
+    )]
+    pub service_account_issuer: Vec<String>,
+
+    /// PEM keys (public, or PKCS#8 private) that verify service account tokens;
+    /// repeatable. Default: the key of `--service-account-signing-key-file`.
+    #[arg(long = "service-account-key-file", value_name = "FILE", help_heading = sections::AUTHENTICATION)]
+    pub service_account_key_file: Vec<PathBuf>,
+
+    /// The longest lifetime a TokenRequest may ask for (e.g. 24h); unset: no limit.
+    #[arg(long = "service-account-max-token-expiration", value_parser = crate::filters::limits::parse_duration, help_heading = sections::AUTHENTICATION, value_name = "duration")]
+    pub service_account_max_token_expiration: Option<Duration>,
+
+    /// A CSV file of bearer tokens: `token,user,uid,"group1,group2"` per line.
+    #[arg(long = "token-auth-file", value_name = "FILE", help_heading = sections::AUTHENTICATION)]
+    pub token_auth_file: Option<PathBuf>,
+
+    // Authorization flags.
     /// Paths anyone may request without asking the parent (with
     /// --authorization-kubeconfig); a trailing * matches by prefix.
     #[arg(
         long = "authorization-always-allow-paths",
         value_delimiter = ',',
-        default_value = "/healthz,/readyz,/livez"
+        default_value = "/healthz,/readyz,/livez",
+        help_heading = sections::AUTHORIZATION,
+        value_name = "strings"
     )]
     pub authorization_always_allow_paths: Vec<String>,
+
+    /// A kubeconfig naming the parent API server that authorizes this one's requests
+    /// with SubjectAccessReviews.
+    #[arg(long = "authorization-kubeconfig", value_name = "string", help_heading = sections::AUTHORIZATION)]
+    pub authorization_kubeconfig: Option<PathBuf>,
+
+    /// Authorizers asked in order, comma-separated: AlwaysAllow, AlwaysDeny, RBAC.
+    /// Default: RBAC; with --authorization-kubeconfig none (the parent decides), and
+    /// modes given as well are asked before the parent.
+    #[arg(
+        long = "authorization-mode",
+        value_delimiter = ',',
+        help_heading = sections::AUTHORIZATION,
+        value_name = "strings")]
+    pub authorization_mode: Vec<String>,
+
+    /// How long the parent's "allowed" answers are cached.
+    #[arg(long = "authorization-webhook-cache-authorized-ttl", default_value = "10s", value_parser = crate::filters::limits::parse_duration, help_heading = sections::AUTHORIZATION, value_name = "duration")]
+    pub authorization_webhook_cache_authorized_ttl: std::time::Duration,
+
+    /// How long the parent's "not allowed" answers are cached.
+    #[arg(long = "authorization-webhook-cache-unauthorized-ttl", default_value = "10s", value_parser = crate::filters::limits::parse_duration, help_heading = sections::AUTHORIZATION, value_name = "duration")]
+    pub authorization_webhook_cache_unauthorized_ttl: std::time::Duration,
+
+    // Admission flags.
+    /// Admission plugins to turn off, default ones included (comma-separated).
+    #[arg(
+        long = "disable-admission-plugins",
+        value_delimiter = ',',
+        value_name = "PLUGINS",
+        help_heading = sections::ADMISSION
+    )]
+    pub disable_admission_plugins: Vec<String>,
 
     /// Admission plugins to turn on besides the default ones, by upstream's names
     /// (comma-separated); the chain runs them in upstream's order, not this one's.
     #[arg(
         long = "enable-admission-plugins",
         value_delimiter = ',',
-        value_name = "PLUGINS"
+        value_name = "PLUGINS",
+        help_heading = sections::ADMISSION
     )]
     pub enable_admission_plugins: Vec<String>,
 
-    /// Admission plugins to turn off, default ones included (comma-separated).
-    #[arg(
-        long = "disable-admission-plugins",
-        value_delimiter = ',',
-        value_name = "PLUGINS"
-    )]
-    pub disable_admission_plugins: Vec<String>,
+    // Logs flags.
+    /// Sets the log format: text (klog's lines) or json (one object per line, klog's
+    /// field names: ts, caller, msg, v, ...).
+    #[arg(long = "logging-format", default_value = "text", help_heading = sections::LOGS, value_name = "string")]
+    pub logging_format: String,
 
-    /// The most read-only requests served at once (watches not counted); more get 429
-    /// with Retry-After. 0: no limit.
-    #[arg(long = "max-requests-inflight", default_value_t = 400)]
-    pub max_requests_inflight: usize,
+    /// Number for the log level verbosity: 2 adds detail, 3 one access-log line per
+    /// request, 5 tracing, 6 the libraries' own debug output.
+    #[arg(short = 'v', long = "v", default_value_t = 0, value_name = "Level", help_heading = sections::LOGS)]
+    pub v: u32,
 
-    /// The most mutating requests (create, update, patch, delete) served at once; more
-    /// get 429 with Retry-After. 0: no limit.
-    #[arg(long = "max-mutating-requests-inflight", default_value_t = 200)]
-    pub max_mutating_requests_inflight: usize,
+    /// Comma-separated `module=N` verbosities for modules of this server (e.g.
+    /// registry::store=5,httplog=3).
+    #[arg(long = "vmodule", value_name = "MODULE=N,...", help_heading = sections::LOGS)]
+    pub vmodule: Option<String>,
 
-    /// The oldest TLS version served: VersionTLS12 (default) or VersionTLS13.
-    #[arg(long = "tls-min-version", value_name = "VERSION")]
-    pub tls_min_version: Option<String>,
-
-    /// Comma-separated TLS 1.2 cipher suites to allow, by IANA name (e.g.
-    /// TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256); TLS 1.3 suites are always allowed. Empty:
-    /// all suites rustls offers.
-    #[arg(
-        long = "tls-cipher-suites",
-        value_delimiter = ',',
-        value_name = "SUITES"
-    )]
-    pub tls_cipher_suites: Vec<String>,
-
-    /// The longest a request may take (watches excepted) before it is answered 504, as a
-    /// duration such as 1m0s or 30s.
-    #[arg(long = "request-timeout", default_value = "1m0s", value_parser = crate::filters::limits::parse_duration)]
-    pub request_timeout: std::time::Duration,
-
+    // Misc flags: upstream's, then this server's own.
     /// The built-in controllers to run, as kube-controller-manager's flag: `*` for all,
     /// a name to add one, `-name` to leave one out (e.g. `*,-garbage-collector-controller`).
     #[arg(
         long = "controllers",
         value_delimiter = ',',
         default_value = "*",
-        value_name = "NAMES"
+        value_name = "NAMES",
+        help_heading = sections::MISC
     )]
     pub controllers: Vec<String>,
 
-    /// The audit policy (audit.k8s.io/v1 Policy, YAML): which requests are audited and
-    /// how much of each. Without it nothing is audited.
-    #[arg(long = "audit-policy-file", value_name = "FILE")]
-    pub audit_policy_file: Option<PathBuf>,
+    /// The directory of the embedded store; the admin kubeconfig is written beside it.
+    /// Not a kube-apiserver flag.
+    #[arg(long = "data-dir", default_value = ".apiserver-data", help_heading = sections::MISC, value_name = "string")]
+    pub data_dir: PathBuf,
 
-    /// Where audit events are written, one JSON line each; `-` is standard output.
-    /// Without it nothing is audited.
-    #[arg(long = "audit-log-path", value_name = "PATH")]
-    pub audit_log_path: Option<PathBuf>,
+    /// A directory of YAML resource definitions (the `api-defs/` format) to serve without
+    /// codegen or a restart: files added, changed or removed there are registered,
+    /// re-registered or unregistered within a second. Not a kube-apiserver flag; for
+    /// trying a definition out (kinds that need typed Rust go through codegen).
+    #[arg(long = "definitions-dir", value_name = "DIR", help_heading = sections::MISC)]
+    pub definitions_dir: Option<PathBuf>,
 
-    /// Days to keep rotated audit log files (0: no limit).
-    #[arg(
-        long = "audit-log-maxage",
-        default_value_t = 0,
-        allow_negative_numbers = true
-    )]
-    pub audit_log_maxage: i64,
+    /// Where to write the admin kubeconfig. Defaults to <data-dir>/admin.kubeconfig.
+    /// Not a kube-apiserver flag.
+    #[arg(long = "kubeconfig-out", help_heading = sections::MISC, value_name = "string")]
+    pub kubeconfig_out: Option<PathBuf>,
 
-    /// Rotated audit log files to keep (0: all).
-    #[arg(
-        long = "audit-log-maxbackup",
-        default_value_t = 0,
-        allow_negative_numbers = true
-    )]
-    pub audit_log_maxbackup: i64,
+    /// The PKCS#8 private key (RSA or ECDSA) that signs service account tokens.
+    /// Default: a P-256 key the server generates once in `--data-dir`.
+    #[arg(long = "service-account-signing-key-file", value_name = "FILE", help_heading = sections::MISC)]
+    pub service_account_signing_key_file: Option<PathBuf>,
 
-    /// Megabytes the audit log may reach before it is rotated (0: 100).
-    #[arg(
-        long = "audit-log-maxsize",
-        default_value_t = 0,
-        allow_negative_numbers = true
-    )]
-    pub audit_log_maxsize: i64,
+    /// A CIDR notation IP range from which to assign service cluster IPs (IPv4 only
+    /// here; upstream also takes an IPv6 or a dual-stack pair).
+    #[arg(long = "service-cluster-ip-range", default_value = crate::registry::services::DEFAULT_CLUSTER_IP_RANGE, help_heading = sections::MISC, value_name = "string")]
+    pub service_cluster_ip_range: String,
 
-    /// The format of audit log lines: json (`legacy` is not supported).
-    #[arg(long = "audit-log-format", default_value = "json")]
-    pub audit_log_format: String,
-
-    /// How audit events are written: blocking (each request waits for its events to be
-    /// written; failures are logged), blocking-strict (as blocking, and a request whose
-    /// first event cannot be written fails) or batch (queued for a writer thread;
-    /// dropped when the queue is full).
-    #[arg(long = "audit-log-mode", default_value = "blocking")]
-    pub audit_log_mode: String,
-
-    /// Client certificate (PEM) the aggregator presents to the servers of APIServices,
-    /// which read the user from its front-proxy headers.
-    #[arg(long = "proxy-client-cert-file", value_name = "FILE")]
-    pub proxy_client_cert_file: Option<PathBuf>,
-
-    /// Private key (PEM) of --proxy-client-cert-file.
-    #[arg(long = "proxy-client-key-file", value_name = "FILE")]
-    pub proxy_client_key_file: Option<PathBuf>,
+    /// A port range to reserve for services with NodePort visibility (`30000-32767`,
+    /// inclusive at both ends).
+    #[arg(long = "service-node-port-range", default_value = crate::registry::services::DEFAULT_NODE_PORT_RANGE, help_heading = sections::MISC, value_name = "string")]
+    pub service_node_port_range: String,
 
     /// Proxy to an APIService's Service through one of its endpoints rather than its
     /// cluster IP.
-    #[arg(long = "enable-aggregator-routing", default_value_t = false)]
+    #[arg(long = "enable-aggregator-routing", default_value_t = false, help_heading = sections::MISC)]
     pub enable_aggregator_routing: bool,
+
+    /// Client certificate (PEM) the aggregator presents to the servers of APIServices,
+    /// which read the user from its front-proxy headers.
+    #[arg(long = "proxy-client-cert-file", value_name = "string", help_heading = sections::MISC)]
+    pub proxy_client_cert_file: Option<PathBuf>,
+
+    /// Private key (PEM) of --proxy-client-cert-file.
+    #[arg(long = "proxy-client-key-file", value_name = "string", help_heading = sections::MISC)]
+    pub proxy_client_key_file: Option<PathBuf>,
+
+    /// The number of HTTP worker threads (0 = one per core). Not a kube-apiserver flag.
+    #[arg(long = "workers", default_value_t = 0, help_heading = sections::MISC, value_name = "int")]
+    pub workers: usize,
+
+    // Global flags.
+    /// Help for apiserver.
+    #[arg(short = 'h', long = "help", action = clap::ArgAction::Help, help_heading = sections::GLOBAL)]
+    help: Option<bool>,
+
+    /// Print version information and quit.
+    #[arg(long = "version", action = clap::ArgAction::Version, help_heading = sections::GLOBAL)]
+    version: Option<bool>,
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum CommandLine {
+    /// Serve with these options.
+    Serve(Box<ServerRunOptions>),
+    /// Print this (`--help`, `--version`) and exit successfully.
+    Print(String),
+    /// Refuse to start: every problem found.
+    Refuse(Vec<String>),
+}
+
+/// The most value errors one run of the parser reports before giving up.
+const MAX_VALUE_ERRORS: usize = 32;
+
+impl ServerRunOptions {
+    /// Reads a command line (the program name first): upstream flags this server does
+    /// not implement, bad values and bad combinations are all reported together;
+    /// upstream's deprecation notices come back as `warnings`.
+    pub fn from_command_line(args: impl IntoIterator<Item = String>) -> (CommandLine, Vec<String>) {
+        let screened = crate::upstream_flags::screen(args);
+        let mut errors = screened.errors;
+        let mut args = screened.args;
+        let command = Self::command();
+        let parsed = loop {
+            match command.clone().try_get_matches_from(&args) {
+                Ok(matches) => break Self::from_arg_matches(&matches).ok(),
+                Err(e) => {
+                    use clap::error::ErrorKind;
+                    match e.kind() {
+                        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                            return (
+                                CommandLine::Print(e.render().to_string()),
+                                screened.warnings,
+                            )
+                        }
+                        ErrorKind::InvalidValue | ErrorKind::ValueValidation
+                            if errors.len() < MAX_VALUE_ERRORS =>
+                        {
+                            errors.push(clap_message(&e));
+                            // Drop the bad value and parse again, to find the others.
+                            if !remove_bad_value(&command, &e, &mut args) {
+                                break None;
+                            }
+                        }
+                        _ => {
+                            errors.push(clap_message(&e));
+                            break None;
+                        }
+                    }
+                }
+            }
+        };
+        if let Some(options) = &parsed {
+            errors.extend(options.validate());
+        }
+        let outcome = match parsed {
+            Some(options) if errors.is_empty() => CommandLine::Serve(Box::new(options)),
+            _ => CommandLine::Refuse(errors),
+        };
+        (outcome, screened.warnings)
+    }
+}
+
+/// A clap error as one message: without the `error: ` prefix, the usage and the
+/// pointer to `--help` (the caller prints its own), keeping clap's suggestions.
+fn clap_message(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    let kept: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    kept.join("\n")
+}
+
+/// Removes the flag occurrence whose value `e` refused; false when none was found.
+fn remove_bad_value(command: &clap::Command, e: &clap::Error, args: &mut Vec<String>) -> bool {
+    use clap::error::{ContextKind, ContextValue};
+    let text = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let (Some(arg), Some(value)) = (
+        text(ContextKind::InvalidArg),
+        text(ContextKind::InvalidValue),
+    ) else {
+        return false;
+    };
+    // `--secure-port <SECURE_PORT>` or `-v <LEVEL>`: the flag, then its value's name.
+    let flag = arg.split_whitespace().next().unwrap_or_default();
+    let Some(found) = command.get_arguments().find(|a| {
+        a.get_long().is_some_and(|l| flag == format!("--{l}"))
+            || a.get_short().is_some_and(|s| flag == format!("-{s}"))
+    }) else {
+        return false;
+    };
+    let mut spellings = Vec::new();
+    if let Some(l) = found.get_long() {
+        spellings.push(format!("--{l}"));
+    }
+    if let Some(s) = found.get_short() {
+        spellings.push(format!("-{s}"));
+    }
+    for i in 1..args.len() {
+        for spelling in &spellings {
+            if args[i] == format!("{spelling}={value}") {
+                args.remove(i);
+                return true;
+            }
+            if args[i] == *spelling && args.get(i + 1) == Some(&value) {
+                args.drain(i..i + 2);
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// Auditing as the flags ask for it (see [`ServerRunOptions::audit_config`]).
@@ -378,24 +600,6 @@ pub struct AuditConfig {
 }
 
 impl ServerRunOptions {
-    /// The aggregator's front-proxy client certificate, when both files are given.
-    pub fn proxy_client_cert(
-        &self,
-    ) -> Result<Option<crate::aggregator::backend::ProxyClientCert>, String> {
-        match (&self.proxy_client_cert_file, &self.proxy_client_key_file) {
-            (Some(cert), Some(key)) => {
-                crate::aggregator::backend::ProxyClientCert::load(cert, key).map(Some)
-            }
-            (Some(_), None) => {
-                Err("--proxy-client-cert-file requires --proxy-client-key-file".into())
-            }
-            (None, Some(_)) => {
-                Err("--proxy-client-key-file requires --proxy-client-cert-file".into())
-            }
-            (None, None) => Ok(None),
-        }
-    }
-
     /// The admission plugins the flags select, in the order they run.
     pub fn admission_plugins(&self) -> Result<Vec<&'static str>, Vec<String>> {
         crate::admission::plugins::select(
@@ -506,11 +710,11 @@ impl ServerRunOptions {
         if let Err(e) = self.tls_policy().check() {
             errors.push(e);
         }
-        if let Err(e) = self.proxy_client_cert() {
-            errors.push(e);
-        }
         if self.request_timeout.is_zero() {
             errors.push("--request-timeout must be greater than 0, e.g. 1m0s".into());
+        }
+        if let Err(e) = self.logging() {
+            errors.extend(e);
         }
         self.validate_etcd(&mut errors);
         self.validate_auth(&mut errors);
@@ -594,6 +798,9 @@ impl ServerRunOptions {
         ) {
             errors.push(e);
         }
+        if let Err(e) = self.proxy_client_cert() {
+            errors.push(e);
+        }
         let modes = &self.authorization_mode;
         if modes.iter().any(String::is_empty) {
             errors.push("--authorization-mode: name at least one mode, e.g. RBAC".into());
@@ -649,6 +856,32 @@ impl ServerRunOptions {
         }
     }
 
+    /// The log format, verbosity and per-module levels the Logs flags ask for.
+    pub fn logging(
+        &self,
+    ) -> Result<
+        (
+            crate::logging::LogFormat,
+            u32,
+            Vec<crate::logging::ModuleLevel>,
+        ),
+        Vec<String>,
+    > {
+        let format = crate::logging::LogFormat::parse(&self.logging_format);
+        let modules = match &self.vmodule {
+            Some(text) => crate::logging::parse_vmodule(text),
+            None => Ok(Vec::new()),
+        };
+        match (format, modules) {
+            (Ok(format), Ok(modules)) => Ok((format, self.v, modules)),
+            (format, modules) => Err(format
+                .err()
+                .into_iter()
+                .chain(modules.err().into_iter().flatten())
+                .collect()),
+        }
+    }
+
     /// The `--authorization-mode` modes asked: as given, else RBAC, or none when the
     /// parent authorizes (`--authorization-kubeconfig`).
     pub fn authorization_modes(&self) -> Vec<String> {
@@ -685,6 +918,24 @@ impl ServerRunOptions {
                 .filter(|n| !n.is_empty())
                 .cloned()
                 .collect(),
+        }
+    }
+
+    /// The aggregator's front-proxy client certificate, when both files are given.
+    pub fn proxy_client_cert(
+        &self,
+    ) -> Result<Option<crate::aggregator::backend::ProxyClientCert>, String> {
+        match (&self.proxy_client_cert_file, &self.proxy_client_key_file) {
+            (Some(cert), Some(key)) => {
+                crate::aggregator::backend::ProxyClientCert::load(cert, key).map(Some)
+            }
+            (Some(_), None) => {
+                Err("--proxy-client-cert-file requires --proxy-client-key-file".into())
+            }
+            (None, Some(_)) => {
+                Err("--proxy-client-key-file requires --proxy-client-cert-file".into())
+            }
+            (None, None) => Ok(None),
         }
     }
 
@@ -729,5 +980,90 @@ impl ServerRunOptions {
         self.kubeconfig_out
             .clone()
             .unwrap_or_else(|| self.data_dir.join("admin.kubeconfig"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command_line(args: &[&str]) -> (CommandLine, Vec<String>) {
+        let dir = std::env::temp_dir().join("apiserver-options-test");
+        let mut all = vec![
+            "apiserver".to_string(),
+            format!("--data-dir={}", dir.display()),
+        ];
+        all.extend(args.iter().map(|a| a.to_string()));
+        ServerRunOptions::from_command_line(all)
+    }
+
+    fn refused(args: &[&str]) -> Vec<String> {
+        match command_line(args).0 {
+            CommandLine::Refuse(errors) => errors,
+            other => panic!("{args:?} must be refused, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_values_of_several_flags_are_all_reported() {
+        let errors = refused(&["--secure-port=abc", "--v", "x", "--request-timeout=soon"]);
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors[0].contains("'abc' for '--secure-port"), "{errors:?}");
+        assert!(errors[1].contains("'x' for '--v"), "{errors:?}");
+        assert!(
+            errors[2].contains("'soon' for '--request-timeout"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn bad_values_and_bad_combinations_are_reported_together() {
+        let errors = refused(&[
+            "--logging-format=xml",
+            "--vmodule=*.go=3",
+            "--secure-port=0",
+            "--profiling",
+        ]);
+        assert_eq!(errors.len(), 4, "{errors:?}");
+        assert_eq!(
+            errors[0],
+            "flag --profiling is not supported by this server"
+        );
+        assert!(errors
+            .iter()
+            .any(|e| e.starts_with("--logging-format \"xml\"")));
+        assert!(errors.iter().any(|e| e.starts_with("--vmodule \"*.go=3\"")));
+        assert!(errors.iter().any(|e| e.starts_with("--secure-port 0")));
+    }
+
+    #[test]
+    fn a_typo_gets_clap_s_suggestion() {
+        let errors = refused(&["--secure-prot=7443"]);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].contains("unexpected argument '--secure-prot'"),
+            "{errors:?}"
+        );
+        assert!(errors[0].contains("--secure-port"), "{errors:?}");
+    }
+
+    #[test]
+    fn klog_verbosity_is_read_in_every_spelling() {
+        for spelling in [["-v=4"].as_slice(), &["-v", "4"], &["--v=4"], &["--v", "4"]] {
+            match command_line(spelling).0 {
+                CommandLine::Serve(o) => assert_eq!(o.v, 4, "{spelling:?}"),
+                other => panic!("{spelling:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn no_flag_is_both_served_and_listed_as_upstream_s_unsupported() {
+        for arg in ServerRunOptions::command().get_arguments() {
+            if let Some(long) = arg.get_long() {
+                let screened = crate::upstream_flags::screen(["x".into(), format!("--{long}=1")]);
+                assert!(screened.errors.is_empty(), "--{long} is served and refused");
+            }
+        }
     }
 }

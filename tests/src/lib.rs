@@ -318,6 +318,19 @@ impl TestServer {
         )
     }
 
+    /// As [`TestServer::start_in`], with extra flags (kept across restarts).
+    ///
+    /// # Panics
+    ///
+    /// As [`TestServer::start`].
+    pub fn start_in_with_flags(data_dir: impl AsRef<Path>, flags: &[&str]) -> TestServer {
+        Self::launch(
+            DataDir::Borrowed(data_dir.as_ref().to_path_buf()),
+            None,
+            flags,
+        )
+    }
+
     fn launch(data_dir: DataDir, etcd: Option<Etcd>, flags: &[&str]) -> TestServer {
         let bin = server_binary();
         let scratch = TempDir::with_prefix("apiserver-test-scratch-").expect("creating a temp dir");
@@ -535,6 +548,37 @@ impl TestServer {
             }
         }
         panic!("{last}")
+    }
+
+    /// Sends the server a signal by name (`TERM`, `INT`, ...), as `kill -s` does.
+    ///
+    /// # Panics
+    ///
+    /// When the server was stopped or `kill` fails.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args(["-s", signal, &self.pid().to_string()])
+            .status()
+            .expect("running kill");
+        assert!(status.success(), "kill -s {signal} failed: {status}");
+    }
+
+    /// Waits until the server exits by itself, at most `within`; its exit status, or
+    /// `None` when it is still running then. Once it has exited, [`TestServer::restart`]
+    /// starts it again.
+    pub fn wait_for_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + within;
+        let child = self.child.as_mut()?;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// The server process's id.

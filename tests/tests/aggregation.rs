@@ -5,7 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use apiserver_tests::credentials::TestCa;
+use std::path::PathBuf;
+
+use apiserver_tests::credentials::{TestCa, UserCredentials};
 use apiserver_tests::objects::{install_crd, CRONTABS_CRD};
 use apiserver_tests::{raw_request, TestServer};
 use base64::Engine;
@@ -16,12 +18,16 @@ use serde_json::{json, Value};
 const GROUP_VERSION: &str = "stable.example.com/v1";
 const API_SERVICE: &str = "v1.stable.example.com";
 
-/// Two servers: B with the CronTab CRD and a serving certificate for the Service name
-/// A will use; A with a front-proxy client certificate B trusts, and the Service and
-/// APIService that send the group to B (not yet waited for).
+/// Two servers, set up as a cluster runs an aggregated API server: A (the parent) has
+/// a front-proxy client certificate, the front-proxy CA and a token for alice; B has a
+/// serving certificate for the Service name A will use, the CronTab CRD, and takes its
+/// users from A (front-proxy CA from A's extension-apiserver-authentication ConfigMap,
+/// tokens and authorization through A's TokenReview and SubjectAccessReview). A's
+/// Service and APIService send the group to B (not yet waited for).
 struct Pair {
     a: TestServer,
     b: TestServer,
+    alice: PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -36,25 +42,35 @@ fn start_pair() -> Pair {
     let ca_file = write("ca.crt", &ca.pem);
     let (cert, key) = ca.serving_cert(&["b-api.default.svc", "localhost", "127.0.0.1"]);
     let (b_cert, b_key) = (write("b.crt", &cert), write("b.key", &key));
-    // Until B reads front-proxy headers, the proxy's certificate is itself B's admin.
-    let (cert, key) = ca.client_cert("front-proxy-client", Some("system:masters"));
+    let (cert, key) = ca.client_cert("front-proxy-client", None);
     let (proxy_cert, proxy_key) = (write("proxy.crt", &cert), write("proxy.key", &key));
-    let b = TestServer::start_with_flags(&[
-        "--tls-cert-file",
-        &b_cert,
-        "--tls-private-key-file",
-        &b_key,
-        "--client-ca-file",
-        &ca_file,
-    ]);
-    let crd = b.write_file("crontabs.yaml", CRONTABS_CRD);
-    install_crd(&b, &crd, "crontabs.stable.example.com");
+    let tokens = write("tokens.csv", "alice-token,alice,1001,\"devs\"\n");
     let a = TestServer::start_with_flags(&[
         "--proxy-client-cert-file",
         &proxy_cert,
         "--proxy-client-key-file",
         &proxy_key,
+        "--requestheader-client-ca-file",
+        &ca_file,
+        "--requestheader-allowed-names=front-proxy-client",
+        "--token-auth-file",
+        &tokens,
     ]);
+    let parent = a.kubeconfig().to_str().expect("utf-8 path").to_string();
+    let b = TestServer::start_with_flags(&[
+        "--tls-cert-file",
+        &b_cert,
+        "--tls-private-key-file",
+        &b_key,
+        "--authentication-kubeconfig",
+        &parent,
+        "--authorization-kubeconfig",
+        &parent,
+        "--logging-format=json",
+        "-v=3",
+    ]);
+    let crd = b.write_file("crontabs.yaml", CRONTABS_CRD);
+    install_crd(&b, &crd, "crontabs.stable.example.com");
     let ca_bundle = base64::engine::general_purpose::STANDARD.encode(&ca.pem);
     let manifest = format!(
         "apiVersion: v1
@@ -77,7 +93,25 @@ spec:
     );
     let file = a.write_file("apiservice.yaml", &manifest);
     a.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
-    Pair { a, b, _dir: dir }
+    let alice = a.kubeconfig_for("alice", &UserCredentials::Token("alice-token".into()));
+    Pair {
+        a,
+        b,
+        alice,
+        _dir: dir,
+    }
+}
+
+/// B's access log line for a request of `user` whose URI contains `uri`.
+fn access_line(b: &TestServer, user: &str, uri: &str) -> Option<Value> {
+    b.stderr()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| {
+            l["msg"] == "HTTP"
+                && l["user"] == user
+                && l["URI"].as_str().is_some_and(|u| u.contains(uri))
+        })
 }
 
 fn wait_available(a: &TestServer, status: &str) {
@@ -163,6 +197,37 @@ async fn another_servers_group_is_served_through_the_aggregator() {
     ]);
     let replicas = b.kubectl_ok(&["get", "ct", "on-b", "-o", "jsonpath={.spec.replicas}"]);
     assert_eq!(replicas, "3");
+
+    // A user A authenticated reaches B as herself (front-proxy headers over A's proxy
+    // certificate), allowed by what A's RBAC grants her, which B asks A about.
+    let denied = a.kubectl_as(&pair.alice, &["get", "crontabs"]);
+    assert!(
+        !denied.status.success(),
+        "alice listed crontabs before any grant"
+    );
+    assert!(
+        String::from_utf8_lossy(&denied.stderr).contains("forbidden"),
+        "{}",
+        String::from_utf8_lossy(&denied.stderr)
+    );
+    a.grant(
+        "default",
+        "crontab-reader",
+        "get,list",
+        "crontabs.stable.example.com",
+        "--user=alice",
+    );
+    let listed = a.kubectl_as(&pair.alice, &["get", "crontabs", "-o", "name"]);
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("crontab.stable.example.com/on-b"));
+    eventually("B logs alice's request as alice's", async || {
+        access_line(b, "alice", "/crontabs").is_some_and(|l| l["resp"] == 200)
+    })
+    .await;
 
     // A's discovery and OpenAPI carry B's group, so api-resources and explain work.
     let resources = a.kubectl_ok(&["api-resources", "--api-group=stable.example.com"]);

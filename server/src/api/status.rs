@@ -540,6 +540,15 @@ impl ApiError {
         )
     }
 
+    /// 503: the server is shutting down and takes no new requests; retry (elsewhere) in
+    /// a second. Upstream's words.
+    pub fn shutting_down() -> Self {
+        ApiError {
+            details: Some(json!({ "retryAfterSeconds": 1 })),
+            ..Self::unavailable("apiserver is shutting down")
+        }
+    }
+
     /// 503 ServiceUnavailable.
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(503, StatusReason::ServiceUnavailable, message)

@@ -120,4 +120,7 @@ pub struct ApiState {
     pub hooks: Arc<crate::server::health::Hooks>,
     /// The APIServices: which group-versions other servers serve, and what they said.
     pub aggregator: Arc<crate::aggregator::Aggregator>,
+    /// Graceful shutdown's state: whether requests are still accepted, which are in
+    /// flight; watches end when it stops accepting.
+    pub lifecycle: Arc<crate::server::lifecycle::Lifecycle>,
 }

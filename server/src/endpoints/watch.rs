@@ -119,6 +119,7 @@ pub async fn serve(
             tokio::time::interval_at(first, BOOKMARK_INTERVAL)
         }),
         deadline: Box::pin(tokio::time::sleep(timeout)),
+        shutdown: Box::pin(state.lifecycle.stopped_accepting()),
         encoder: Encoder {
             res,
             repr: w.repr,
@@ -159,6 +160,9 @@ struct WatchStream {
     initial_end_bookmark: bool,
     bookmarks: Option<tokio::time::Interval>,
     deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// Resolves when graceful shutdown stops accepting requests: the watch ends then,
+    /// cleanly, as at its timeout (clients re-watch, elsewhere).
+    shutdown: std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>,
     /// An ERROR event was sent: the stream ends.
     ended: bool,
 }
@@ -191,6 +195,7 @@ impl WatchStream {
         };
         tokio::select! {
             _ = &mut self.deadline => None,
+            _ = &mut self.shutdown => None,
             _ = bookmarks => {
                 let rv = self.watcher.bookmark_revision();
                 let mark = bookmark(&self.encoder.res, rv, false);

@@ -5,6 +5,7 @@
 pub mod audit;
 pub mod auth;
 pub mod limits;
+pub mod shutdown;
 
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
@@ -35,21 +36,24 @@ use crate::{discovery, docs, metrics};
 ///    the status the client gets;
 /// 4. [`log_requests`]: outside the error mapping, so it records the status the client
 ///    gets;
-/// 5. [`errors_as_status`]: framework errors (oversized bodies, ...) become `Status`;
-/// 6. [`auth::authenticate`]: who is asking (401 for bad credentials), before anything
+/// 5. [`shutdown::drain_on_shutdown`]: counts each request until its answer is sent and
+///    refuses new ones once shutdown stops accepting, inside logging and metrics so the
+///    refusals are recorded, before any work is done for them;
+/// 6. [`errors_as_status`]: framework errors (oversized bodies, ...) become `Status`;
+/// 7. [`auth::authenticate`]: who is asking (401 for bad credentials), before anything
 ///    that depends on the user;
-/// 7. [`audit::audit`] (only with `--audit-policy-file`): after authentication, so the
+/// 8. [`audit::audit`] (only with `--audit-policy-file`): after authentication, so the
 ///    user is known, and around everything after it, so impersonation, throttling and
 ///    authorization refusals are recorded too (upstream's place; failed authentication
 ///    is audited by the authentication filter itself);
-/// 8. [`auth::impersonate`]: as whom, once the requester may impersonate them (the
+/// 9. [`auth::impersonate`]: as whom, once the requester may impersonate them (the
 ///    audit event records both);
-/// 9. [`limits::serving_limits`]: max-in-flight and the request timeout, after identity
-///    (so unauthenticated floods are refused before they take a seat) and around the
-///    work itself (its 429 and 504 are logged and are `Status` answers);
-/// 10. [`auth::authorize`]: whether the user may, from the parsed request info, before
+/// 10. [`limits::serving_limits`]: max-in-flight and the request timeout, after identity
+///     (so unauthenticated floods are refused before they take a seat) and around the
+///     work itself (its 429 and 504 are logged and are `Status` answers);
+/// 11. [`auth::authorize`]: whether the user may, from the parsed request info, before
 ///     any handler reads a body or storage;
-/// 11. the delegation chain: the aggregator (link 1), the non-resource routes and every
+/// 12. the delegation chain: the aggregator (link 1), the non-resource routes and every
 ///     resource the catalog serves (link 2), custom resources (link 3), 404 (link 4).
 ///
 /// actix applies `wrap` inside-out, so the calls below are written innermost first.
@@ -94,6 +98,7 @@ pub fn handler_chain(
         .wrap(Condition::new(auditing, from_fn(audit::audit)))
         .wrap(from_fn(auth::authenticate))
         .wrap(from_fn(errors_as_status))
+        .wrap(from_fn(shutdown::drain_on_shutdown))
         .wrap(from_fn(log_requests))
         .wrap(from_fn(metrics::instrument))
         .wrap(from_fn(request_info))
@@ -129,20 +134,66 @@ pub async fn request_info(
         .map(ServiceResponse::map_into_boxed_body)
 }
 
-/// Logs method, path, status and latency of every request.
+/// The access log, as kube-apiserver's httplog: one `HTTP` line per request at
+/// verbosity 3 (`-v=3`), with upstream's keys (verb as its metrics report it, URI,
+/// latency, userAgent, audit-ID, srcIP, resp) and the user. Headers other than the
+/// user agent, credentials and bodies are never logged.
 pub async fn log_requests(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    if !tracing::enabled!(target: crate::logging::ACCESS_LOG_TARGET, tracing::Level::DEBUG) {
+        return next
+            .call(req)
+            .await
+            .map(ServiceResponse::map_into_boxed_body);
+    }
     let start = std::time::Instant::now();
-    let (method, path) = (req.method().to_string(), req.uri().to_string());
+    let verb = req
+        .extensions()
+        .get::<Rc<RequestInfo>>()
+        .map_or("other", |info| metrics::request_verb(req.request(), info));
+    // The request URI as the client wrote it (HTTP/2 requests carry scheme and host too).
+    let uri = req
+        .uri()
+        .path_and_query()
+        .map_or_else(|| req.path().to_string(), |pq| pq.to_string());
+    let user_agent = header_text(req.headers(), "user-agent");
+    let src_ip = req.peer_addr().map(|a| a.to_string()).unwrap_or_default();
     let resp = next.call(req).await;
-    let status = match &resp {
-        Ok(r) => r.status().as_u16(),
-        Err(e) => e.as_response_error().status_code().as_u16(),
+    let (status, audit_id, user) = match &resp {
+        Ok(r) => (
+            r.status().as_u16(),
+            header_text(r.headers(), "audit-id"),
+            crate::auth::user(r.request()).map(|u| u.name.clone()),
+        ),
+        Err(e) => (
+            e.as_response_error().status_code().as_u16(),
+            String::new(),
+            None,
+        ),
     };
-    tracing::info!(target: "apiserver::http", %method, %path, status, latency_ms = start.elapsed().as_secs_f64() * 1000.0);
+    tracing::debug!(
+        target: crate::logging::ACCESS_LOG_TARGET,
+        verb,
+        URI = %uri,
+        latency = %format!("{:?}", start.elapsed()),
+        userAgent = %user_agent,
+        "audit-ID" = %audit_id,
+        srcIP = %src_ip,
+        user = %user.as_deref().unwrap_or(""),
+        resp = status,
+        "HTTP"
+    );
     resp.map(ServiceResponse::map_into_boxed_body)
+}
+
+fn header_text(headers: &actix_web::http::header::HeaderMap, name: &str) -> String {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// Errors raised by the HTTP framework itself (body over the size limit, malformed

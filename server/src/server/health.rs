@@ -305,12 +305,15 @@ async fn one(
     })
 }
 
+/// The version `/version` reports as `gitVersion` and `--version` prints.
+pub const GIT_VERSION: &str = concat!("v1.32.0+apiserver-rs.", env!("CARGO_PKG_VERSION"));
+
 async fn version() -> HttpResponse {
     HttpResponse::Ok().content_type("application/json").body(
         json!({
             "major": "1",
             "minor": "32",
-            "gitVersion": concat!("v1.32.0+apiserver-rs.", env!("CARGO_PKG_VERSION")),
+            "gitVersion": GIT_VERSION,
             "gitCommit": "",
             "gitTreeState": "clean",
             "buildDate": "",

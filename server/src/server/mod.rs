@@ -5,19 +5,19 @@ pub mod auth;
 pub mod chain;
 pub mod health;
 pub mod kubeconfig;
+pub mod lifecycle;
 pub mod tls;
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use actix_web::{web, HttpServer};
-use clap::Parser;
 use serde_json::json;
 
 use crate::catalog::Catalog;
 use crate::endpoints::ApiState;
 use crate::openapi::OpenApi;
-use crate::options::ServerRunOptions;
+use crate::options::{CommandLine, ServerRunOptions};
 use crate::registry::Store;
 use crate::storage::encryption::EncryptionConfig;
 use crate::storage::{ResourceStorages, Storage};
@@ -33,9 +33,9 @@ impl ApiState {
     }
 }
 
-/// Runs the server until it is stopped; the binary's whole `main`.
+/// Runs the server until it is stopped; the binary's whole `main`. Flag errors exit 1,
+/// as kube-apiserver's do; so does a second SIGTERM/SIGINT during graceful shutdown.
 pub fn run() -> ExitCode {
-    init_tracing();
     // 1. Resource registration: the compiled-in definitions become catalog entries.
     let catalog = match Catalog::from_definitions(generated::CATALOG) {
         Ok(c) => Arc::new(c),
@@ -45,24 +45,29 @@ pub fn run() -> ExitCode {
         }
     };
     // 2. Flags, every problem reported at once.
-    let opts = match ServerRunOptions::try_parse() {
-        Ok(o) => o,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            };
+    let (command_line, warnings) = ServerRunOptions::from_command_line(std::env::args());
+    for w in &warnings {
+        eprintln!("{w}");
+    }
+    let opts = match command_line {
+        CommandLine::Serve(opts) => *opts,
+        CommandLine::Print(text) => {
+            print!("{text}");
+            return ExitCode::SUCCESS;
+        }
+        CommandLine::Refuse(errors) => {
+            for e in &errors {
+                eprintln!("error: {e}");
+            }
+            eprintln!("Run 'apiserver --help' for the flags this server takes.");
+            return ExitCode::FAILURE;
         }
     };
-    let errors = opts.validate();
-    if !errors.is_empty() {
-        for e in &errors {
-            eprintln!("error: {e}");
-        }
-        return ExitCode::from(2);
-    }
+    // Validated with the other flags; the text format at -v=0 would do otherwise.
+    let (format, verbosity, modules) =
+        opts.logging()
+            .unwrap_or((crate::logging::LogFormat::Text, 0, Vec::new()));
+    crate::logging::init(format, verbosity, &modules);
     match actix_web::rt::System::new().block_on(serve(opts, catalog)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -70,15 +75,6 @@ pub fn run() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,apiserver::http=warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
 }
 
 async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), String> {
@@ -121,6 +117,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         crds_synced: Default::default(),
         hooks: Default::default(),
         aggregator: aggregator.clone(),
+        lifecycle: Arc::new(lifecycle::Lifecycle::new(opts.shutdown_send_retry_after)),
     });
     // Post-start hooks, as kube-apiserver names them; readiness waits for each.
     let hooks = &state.hooks;
@@ -134,7 +131,9 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
             caches_loaded.store(true, std::sync::atomic::Ordering::Release);
         });
     }
-    watch_for_shutdown(state.hooks.clone());
+    // Listened for from here on, so a signal during start-up is not missed.
+    let signals =
+        lifecycle::Signals::listen().map_err(|e| format!("listening for signals: {e}"))?;
     let configured = auth::configure(&opts, &admin_token, &state).await?;
     let tls_config = tls::rustls_config(&cert, &opts.tls_policy(), configured.client_verifier)?;
     bootstrap(&state).await?;
@@ -173,6 +172,11 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         opts.max_mutating_requests_inflight,
         opts.request_timeout,
     ));
+    let shutdown = lifecycle::ShutdownConfig {
+        delay: opts.shutdown_delay_duration,
+        watch_grace: opts.shutdown_watch_termination_grace_period,
+        request_timeout: opts.request_timeout,
+    };
     let auth = web::Data::new(configured.auth);
     let admission = web::Data::new(admission_chain(&opts, &state, &auth).await?);
     let audit = audit(&opts)?;
@@ -186,16 +190,21 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
             audit.clone(),
         )
     })
-    .on_connect(filters::auth::remember_peer_certificates);
+    .on_connect(filters::auth::remember_peer_certificates)
+    // Shutdown is ours (`lifecycle`): actix must not act on the signals itself.
+    .disable_signals()
+    .shutdown_timeout(shutdown.connections_timeout().as_secs().max(1));
     if opts.workers > 0 {
         server = server.workers(opts.workers);
     }
     let addr = std::net::SocketAddr::new(opts.bind_address, opts.secure_port);
+    let socket = listener(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    // Kept to refuse new connections at shutdown, while the server finishes its own.
+    let listening = socket
+        .try_clone()
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let server = server
-        .listen_rustls_0_23(
-            listener(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?,
-            tls_config,
-        )
+        .listen_rustls_0_23(socket, tls_config)
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let bound = server.addrs().first().copied().unwrap_or(addr);
 
@@ -220,27 +229,26 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         "Try: kubectl --kubeconfig {} get namespaces",
         kubeconfig.display()
     );
-    server.run().await.map_err(|e| e.to_string())
-}
-
-/// Marks the server as shutting down (`/readyz` fails its `shutdown` check) on SIGTERM
-/// or SIGINT; actix-web stops serving on the same signals.
-fn watch_for_shutdown(hooks: Arc<health::Hooks>) {
-    #[cfg(unix)]
-    tokio::spawn(async move {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            return;
-        };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-        hooks.shut_down();
-    });
+    let server = server.run();
+    let graceful = lifecycle::shutdown(
+        signals,
+        state.lifecycle.clone(),
+        state.hooks.clone(),
+        lifecycle::HttpServerControl {
+            handle: server.handle(),
+            listener: socket2::Socket::from(listening),
+        },
+        shutdown,
+    );
+    tokio::pin!(server);
+    tokio::select! {
+        served = &mut server => served.map_err(|e| e.to_string())?,
+        () = graceful => lifecycle::connections_closed(&mut server).await,
+    }
+    // Nothing is served any more: storage is closed last.
+    state.storage.close().await;
+    tracing::info!("[graceful-termination] apiserver is exiting");
+    Ok(())
 }
 
 /// The admission chain of the plugins the flags select, their configuration followed

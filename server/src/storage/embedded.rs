@@ -9,8 +9,9 @@
 
 use std::path::Path;
 use std::sync::mpsc as std_mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -34,21 +35,36 @@ pub struct EmbeddedStorage {
 }
 
 struct Inner {
-    db: Arc<Database>,
+    /// The database; `None` once closed.
+    db: RwLock<Option<Arc<Database>>>,
     events: Arc<EventLog>,
-    /// Queue of the committer thread; `None` only while dropping.
-    writes: Option<std_mpsc::Sender<Request>>,
-    committer: Option<JoinHandle<()>>,
+    /// Queue of the committer thread; `None` once closed.
+    writes: Mutex<Option<std_mpsc::Sender<Request>>>,
+    committer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Inner {
+    /// Stops the committer once the writes queued so far are committed, and waits
+    /// for it.
+    fn stop_committer(&self) {
+        // Closing the queue stops the committer after the writes already in it.
+        self.writes.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let handle = self
+            .committer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+    }
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Closing the queue stops the committer after its current batch; joining it
-        // releases the database file before the store is reported dropped.
-        self.writes.take();
-        if let Some(handle) = self.committer.take() {
-            let _ = handle.join();
-        }
+        // Joining the committer releases the database file before the store is
+        // reported dropped.
+        self.stop_committer();
     }
 }
 
@@ -126,6 +142,13 @@ fn stopped() -> StorageError {
     StorageError::Internal("the embedded store's committer has stopped".into())
 }
 
+fn closed() -> StorageError {
+    StorageError::Internal("the embedded store is closed (the server is shutting down)".into())
+}
+
+/// How long closing waits for reads in flight to let go of the database.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
+
 fn encode(create: u64, modified: u64, value: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(16 + value.len());
     v.extend_from_slice(&create.to_le_bytes());
@@ -185,10 +208,10 @@ impl EmbeddedStorage {
         };
         Ok(EmbeddedStorage {
             inner: Arc::new(Inner {
-                db,
+                db: RwLock::new(Some(db)),
                 events,
-                writes: Some(writes),
-                committer: Some(committer),
+                writes: Mutex::new(Some(writes)),
+                committer: Mutex::new(Some(committer)),
             }),
         })
     }
@@ -197,7 +220,13 @@ impl EmbeddedStorage {
         &self,
         f: impl FnOnce(&Database) -> Result<T, StorageError> + Send + 'static,
     ) -> Result<T, StorageError> {
-        let db = self.inner.db.clone();
+        let db = self
+            .inner
+            .db
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(closed)?;
         tokio::task::spawn_blocking(move || f(&db))
             .await
             .map_err(internal)?
@@ -208,8 +237,10 @@ impl EmbeddedStorage {
         let (reply, answer) = oneshot::channel();
         self.inner
             .writes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
             .as_ref()
-            .ok_or_else(stopped)?
+            .ok_or_else(closed)?
             .send(Request { op, reply })
             .map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
@@ -486,6 +517,34 @@ impl Storage for EmbeddedStorage {
 
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {
         self.inner.events.compact(revision)
+    }
+
+    async fn close(&self) {
+        let inner = self.inner.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            inner.stop_committer();
+            let Some(mut db) = inner.db.write().unwrap_or_else(|e| e.into_inner()).take() else {
+                return;
+            };
+            // Reads in flight hold the database a moment longer. Dropping the last
+            // reference writes redb's allocator state, so the next start needs no repair.
+            let deadline = std::time::Instant::now() + CLOSE_WAIT;
+            loop {
+                match Arc::try_unwrap(db) {
+                    Ok(db) => return drop(db),
+                    Err(shared) if std::time::Instant::now() < deadline => {
+                        db = shared;
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    Err(_) => {
+                        return tracing::warn!(
+                            "closing the embedded store: reads still hold it; the next start may repair it"
+                        )
+                    }
+                }
+            }
+        })
+        .await;
     }
 }
 

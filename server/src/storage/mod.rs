@@ -261,6 +261,11 @@ pub trait Storage: Send + Sync + 'static {
     /// later still gets every change. Compacting at or below an earlier compaction does
     /// nothing; compacting beyond the current revision fails.
     async fn compact(&self, revision: u64) -> Result<(), StorageError>;
+    /// Closes the backend at the end of graceful shutdown, once nothing is served:
+    /// queued writes are committed, later calls fail. The default does nothing: etcd
+    /// has committed every write it acknowledged, and its connections close with the
+    /// process.
+    async fn close(&self) {}
     /// Whether the backend answers, within a short time; `/readyz` and `/healthz` report it.
     async fn health(&self) -> Result<(), StorageError> {
         self.current_revision().await.map(|_| ())
