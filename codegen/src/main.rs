@@ -13,9 +13,24 @@ fn main() -> ExitCode {
     let mut crds: Option<Vec<String>> = None;
     let mut import: Option<Option<PathBuf>> = None;
     let mut out: Option<PathBuf> = None;
+    let mut apiservice: Option<ApiServiceArgs> = None;
     let mut args = env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            "apiservice" if apiservice.is_none() && crds.is_none() && import.is_none() => {
+                apiservice = Some(ApiServiceArgs::default())
+            }
+            flag @ ("--service" | "--port" | "--ca-file") if apiservice.is_some() => {
+                let Some(value) = args.next() else {
+                    return usage(&format!("{flag} needs a value"));
+                };
+                let a = apiservice.get_or_insert_with(Default::default);
+                match flag {
+                    "--service" => a.service = Some(value),
+                    "--port" => a.port = Some(value),
+                    _ => a.ca_file = Some(PathBuf::from(value)),
+                }
+            }
             "import-openapi" if import.is_none() && crds.is_none() => import = Some(None),
             "--out" if import.is_some() => match args.next() {
                 Some(o) => out = Some(PathBuf::from(o)),
@@ -53,6 +68,15 @@ fn main() -> ExitCode {
             }
         };
     }
+    if let Some(a) = apiservice {
+        return match print_apiservices(&root, a) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     if let Some(paths) = crds {
         return match crd(&root, &paths) {
             Ok(code) => code,
@@ -74,6 +98,7 @@ fn main() -> ExitCode {
 const USAGE: &str = "usage: cargo run -p codegen [-- [--check] [--root DIR]]
        cargo run -p codegen -- crd [DEFINITION...] [--root DIR]
        cargo run -p codegen -- import-openapi UPSTREAM-DIR [--out DIR] [--root DIR]
+       cargo run -p codegen -- apiservice --service NAMESPACE/NAME [--port N] [--ca-file FILE]
   Regenerates server/src/generated/ from api-defs/.
   --check     write nothing; exit 1 naming each stale file
   --root DIR  the workspace root (default: the one codegen was built in)
@@ -81,7 +106,10 @@ const USAGE: &str = "usage: cargo run -p codegen [-- [--check] [--root DIR]]
               (paths under the root; default: every custom definition), as YAML
   import-openapi  write the definitions api-defs/upstream.yaml selects, from upstream's
               OpenAPI v3 documents and generated.proto files in UPSTREAM-DIR, under
-              DIR/api-defs/ (default DIR: the root); then run codegen";
+              DIR/api-defs/ (default DIR: the root); then run codegen
+  apiservice  print an APIService per group-version of the custom definitions, pointing
+              at Service NAMESPACE/NAME port N (default 443), trusting the PEM CA in
+              FILE (without one: insecureSkipTLSVerify), as YAML";
 
 fn usage(problem: &str) -> ExitCode {
     eprintln!("error: {problem}\n{USAGE}");
@@ -200,6 +228,52 @@ fn import_openapi(root: &Path, upstream: &Path, out: &Path) -> std::io::Result<E
         "import-openapi: {} definitions, {changed} updated",
         files.len()
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `codegen apiservice`'s flags.
+#[derive(Default)]
+struct ApiServiceArgs {
+    service: Option<String>,
+    port: Option<String>,
+    ca_file: Option<PathBuf>,
+}
+
+/// `codegen apiservice`: the APIService manifests a parent cluster applies to send the
+/// custom definitions' group-versions to a server built from them.
+fn print_apiservices(root: &Path, a: ApiServiceArgs) -> std::io::Result<ExitCode> {
+    let Some((namespace, name)) = a.service.as_deref().and_then(|s| s.split_once('/')) else {
+        return Ok(usage("apiservice needs --service NAMESPACE/NAME"));
+    };
+    let port = match a.port.as_deref().map(str::parse::<u16>) {
+        None => 443,
+        Some(Ok(p)) if p > 0 => p,
+        Some(_) => return Ok(usage("--port must be a port number (1-65535)")),
+    };
+    let ca_bundle = match &a.ca_file {
+        Some(f) => {
+            use base64::Engine;
+            Some(base64::engine::general_purpose::STANDARD.encode(fs::read(f)?))
+        }
+        None => None,
+    };
+    let defs = match codegen::load_definitions(&sources(root)?) {
+        Ok(d) => d,
+        Err(diags) => {
+            eprintln!("{diags}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let target = codegen::emit::apiservice::Target {
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        port,
+        ca_bundle,
+    };
+    for m in codegen::emit::apiservice::manifests(&defs, &target) {
+        let yaml = serde_yaml::to_string(&m).expect("JSON values always serialize");
+        print!("---\n{yaml}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

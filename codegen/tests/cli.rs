@@ -154,3 +154,60 @@ fn crd_prints_the_manifest_of_a_custom_definition_and_refuses_built_in_ones() {
     let missing = crd(&["api-defs/nope.yaml"]);
     assert!(!missing.status.success());
 }
+
+#[test]
+fn apiservice_prints_one_api_service_per_custom_group_version() {
+    let tmp = workspace();
+    let root = tmp.path();
+    let ca = root.join("ca.crt");
+    fs::write(
+        &ca,
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_codegen"))
+            .arg("apiservice")
+            .args(args)
+            .arg("--root")
+            .arg(root)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[
+        "--service",
+        "widgets/widget-api",
+        "--port",
+        "6444",
+        "--ca-file",
+        ca.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Widget and Gadget share example.dev/v1: one APIService; built-in groups none.
+    assert_eq!(stdout.matches("kind: APIService").count(), 1, "{stdout}");
+    for want in [
+        "name: v1.example.dev",
+        "group: example.dev",
+        "namespace: widgets",
+        "name: widget-api",
+        "port: 6444",
+        "caBundle: LS0tLS1CRUdJTi",
+        "groupPriorityMinimum: 1000",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+    let without_ca = run(&["--service", "widgets/widget-api"]);
+    let stdout = String::from_utf8_lossy(&without_ca.stdout);
+    assert!(
+        stdout.contains("insecureSkipTLSVerify: true") && stdout.contains("port: 443"),
+        "{stdout}"
+    );
+    let missing = run(&[]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("--service NAMESPACE/NAME"));
+}

@@ -1,15 +1,18 @@
 //! The HTTPS client side of webhooks (conversion and admission): a `clientConfig`
-//! (`url` + `caBundle`) turned into an endpoint that takes one JSON review and answers
-//! the JSON the webhook sent back, within a deadline. Delegated authentication and
+//! (`url` or `service`, and `caBundle`) turned into an endpoint that takes one JSON
+//! review and answers the JSON the webhook sent back, within a deadline. A Service is
+//! resolved on each new connection, as APIServices' are. Delegated authentication and
 //! authorization reach their parent API server through the same client
 //! ([`Endpoint::new`], [`Endpoint::call`]).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use serde_json::Value;
+
+use crate::aggregator::ServiceReference;
 
 /// The largest answer read from a webhook.
 const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
@@ -18,11 +21,32 @@ const MAX_IDLE_CONNECTIONS: usize = 100;
 
 type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
 
+/// Finds where a Service is reached (the aggregator's resolution: ExternalName, cluster
+/// IP, or an endpoint with `--enable-aggregator-routing`).
+#[async_trait::async_trait]
+pub trait ResolveService: Send + Sync {
+    /// The host and port `service` is reached at now.
+    async fn resolve(&self, service: &ServiceReference) -> Result<(String, u16), String>;
+}
+
+/// The resolver of the running server. Process-wide: webhook client configurations are
+/// read where no server state is at hand (a CRD's conversion, checked by its strategy).
+static SERVICE_RESOLVER: OnceLock<Arc<dyn ResolveService>> = OnceLock::new();
+
+/// Sets the resolver service references go through (once, at start-up).
+pub fn set_service_resolver(resolver: Arc<dyn ResolveService>) {
+    let _ = SERVICE_RESOLVER.set(resolver);
+}
+
 /// Where a webhook listens, and the TLS configuration that trusts its `caBundle`.
 pub struct Endpoint {
     url: String,
+    /// The name the certificate must hold (and the `Host` header): the URL's host, or
+    /// `<name>.<namespace>.svc` for a Service.
     host: String,
     port: u16,
+    /// A Service to resolve on each new connection (instead of `host:port`).
+    service: Option<ServiceReference>,
     path: String,
     tls: Arc<rustls::ClientConfig>,
     /// The `Authorization` header sent with every request (a bearer token), if any.
@@ -40,16 +64,14 @@ impl std::fmt::Debug for Endpoint {
 impl Endpoint {
     /// The endpoint a webhook's `clientConfig` names; why it cannot be used otherwise.
     pub fn from_client_config(config: &Value) -> Result<Endpoint, String> {
-        let url = match (config["url"].as_str(), config["service"].is_object()) {
+        let service = service_reference(&config["service"]);
+        let url = match (config["url"].as_str(), &service) {
             (Some(url), _) => url.to_string(),
-            // Services are not served yet, so there is nothing to resolve one with.
-            (None, true) => {
-                return Err(
-                    "service references are not supported by this server; use clientConfig.url"
-                        .into(),
-                )
+            // Named as upstream names a Service's webhook in its messages.
+            (None, Some((s, path))) => {
+                format!("https://{}.{}.svc:{}{path}", s.name, s.namespace, s.port)
             }
-            (None, false) => return Err("clientConfig has neither url nor service".into()),
+            (None, None) => return Err("clientConfig has neither url nor service".into()),
         };
         // The URL's own mistakes first, before the caBundle's.
         if !url.starts_with("https://") {
@@ -76,7 +98,11 @@ impl Endpoint {
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
         .with_no_client_auth();
-        Endpoint::new(&url, Arc::new(tls))
+        let mut endpoint = Endpoint::new(&url, Arc::new(tls))?;
+        if config["url"].is_null() {
+            endpoint.service = service.map(|(s, _)| s);
+        }
+        Ok(endpoint)
     }
 
     /// The endpoint at an `https://` `url`, reached with `tls` (which says whom to trust
@@ -108,6 +134,7 @@ impl Endpoint {
             url: url.to_string(),
             host,
             port,
+            service: None,
             tls,
             authorization: None,
             idle: Default::default(),
@@ -193,9 +220,18 @@ impl Endpoint {
 
     /// A new TLS connection.
     async fn connect(&self) -> Result<Sender, String> {
-        let tcp = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
+        let (host, port) = match &self.service {
+            None => (self.host.clone(), self.port),
+            Some(service) => {
+                let resolver = SERVICE_RESOLVER
+                    .get()
+                    .ok_or("service references cannot be resolved yet")?;
+                resolver.resolve(service).await?
+            }
+        };
+        let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| format!("dial tcp {host}:{port}: {e}"))?;
         let _ = tcp.set_nodelay(true);
         let name = rustls::pki_types::ServerName::try_from(self.host.clone())
             .map_err(|e| e.to_string())?;
@@ -277,6 +313,34 @@ impl Endpoint {
         }
         Ok((status, bytes))
     }
+}
+
+/// A `clientConfig.service` (port 443 unless given) and its path (`/` unless given).
+fn service_reference(service: &Value) -> Option<(ServiceReference, String)> {
+    let service = service.as_object()?;
+    let text = |f: &str| {
+        service
+            .get(f)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let port = service
+        .get("port")
+        .and_then(Value::as_u64)
+        .and_then(|p| u16::try_from(p).ok())
+        .unwrap_or(443);
+    let path = Some(text("path"))
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "/".into());
+    Some((
+        ServiceReference {
+            namespace: text("namespace"),
+            name: text("name"),
+            port,
+        },
+        path,
+    ))
 }
 
 /// A method as Go's client names it in errors (`Get`, `Post`).

@@ -29,11 +29,24 @@ impl WebhookServer {
     /// arguments, then `args`, and prints its port on its first line).
     pub fn start(s: &TestServer, name: &str, script: &str, args: &[&Path]) -> WebhookServer {
         let certs = s.data_dir().join("certs");
+        let (cert, key) = (certs.join("apiserver.crt"), certs.join("apiserver.key"));
+        Self::start_with_cert(s, name, script, (&cert, &key), args)
+    }
+
+    /// As [`WebhookServer::start`], serving with the certificate and key files given
+    /// (e.g. one for a Service's DNS name).
+    pub fn start_with_cert(
+        s: &TestServer,
+        name: &str,
+        script: &str,
+        (cert, key): (&Path, &Path),
+        args: &[&Path],
+    ) -> WebhookServer {
         let script = s.write_file(name, script);
         let mut child = Command::new("python3")
             .arg(&script)
-            .arg(certs.join("apiserver.crt"))
-            .arg(certs.join("apiserver.key"))
+            .arg(cert)
+            .arg(key)
             .args(args)
             .stdout(Stdio::piped())
             .spawn()

@@ -45,9 +45,13 @@ fn readme_yaml_blocks() -> Vec<String> {
     blocks
 }
 
-/// The object manifest inside the README's `cat <<'YAML' | kubectl apply -f -` block.
+/// The object manifest inside the `cat <<'YAML' | kubectl apply -f -` block of the
+/// README's "Add a resource" section.
 fn readme_object() -> String {
     let readme = fs::read_to_string(workspace_root().join("README.md")).expect("README.md");
+    let readme = &readme[readme
+        .find("## Add a resource")
+        .expect("README has an 'Add a resource' section")..];
     let start = readme
         .find("<<'YAML'")
         .expect("README applies an object from a heredoc");

@@ -7,8 +7,10 @@ use std::net::TcpListener;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use apiserver_tests::credentials::TestCa;
 use apiserver_tests::webhooks::{ca_bundle, WebhookServer};
 use apiserver_tests::TestServer;
+use base64::Engine;
 use serde_json::Value;
 
 /// `/validate` refuses objects labelled `deny=true` (403, with a message) and every
@@ -104,8 +106,16 @@ impl Setup {
 
     /// Applies a webhook configuration (`kind`: Mutating or Validating) with one webhook.
     fn configure(&self, kind: &str, name: &str, url: &str, extra: &str) {
-        let manifest = format!(
-            "\
+        let client = format!("{{url: '{url}', caBundle: {}}}", self.ca_bundle);
+        configure_webhook(&self.s, kind, name, &client, extra);
+    }
+}
+
+/// Applies a webhook configuration (`kind`: Mutating or Validating) with one webhook
+/// for ConfigMap creates and updates, whose `clientConfig` is `client` (YAML flow).
+fn configure_webhook(s: &TestServer, kind: &str, name: &str, client: &str, extra: &str) {
+    let manifest = format!(
+        "\
 apiVersion: admissionregistration.k8s.io/v1
 kind: {kind}WebhookConfiguration
 metadata:
@@ -114,16 +124,16 @@ webhooks:
   - name: {name}
     admissionReviewVersions: [v1]
     sideEffects: None
-    clientConfig: {{url: '{url}', caBundle: {ca}}}
+    clientConfig: {client}
     rules:
       - {{operations: [CREATE, UPDATE], apiGroups: [''], apiVersions: [v1], resources: [configmaps]}}
-{extra}",
-            ca = self.ca_bundle
-        );
-        let file = self.s.write_file(&format!("{name}.yaml"), &manifest);
-        self.s.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
-    }
+{extra}"
+    );
+    let file = s.write_file(&format!("{name}.yaml"), &manifest);
+    s.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
+}
 
+impl Setup {
     /// Waits until a server-side dry run of a ConfigMap with `labels` fails with `want`
     /// in kubectl's error (the configuration has reached the server's cache).
     fn wait_until_refused(&self, namespace: &str, labels: &str, want: &str) {
@@ -533,4 +543,64 @@ webhooks:
         .received("/validate")
         .iter()
         .all(|r| r["subResource"] == "token"));
+}
+
+#[test]
+fn a_webhook_named_by_a_service_is_called_where_the_service_points() {
+    let s = TestServer::start();
+    let ca = TestCa::new("webhook-service-ca");
+    let (cert, key) = ca.serving_cert(&["admit.webhooks.svc"]);
+    let (cert, key) = (
+        s.write_file("admit.crt", &cert),
+        s.write_file("admit.key", &key),
+    );
+    let log = s.data_dir().join("admission-requests.log");
+    std::fs::write(&log, "").unwrap();
+    let webhook = WebhookServer::start_with_cert(&s, "admit.py", WEBHOOK, (&cert, &key), &[&log]);
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(&ca.pem);
+    let t = Setup {
+        s,
+        webhook,
+        log,
+        ca_bundle,
+    };
+    let client = format!(
+        "{{service: {{namespace: webhooks, name: admit, port: {}, path: /validate}}, caBundle: {}}}",
+        t.webhook.port, t.ca_bundle
+    );
+    configure_webhook(&t.s, "Validating", "by-service.example.dev", &client, "");
+    // No such Service yet: the call fails (failurePolicy Fail), saying why.
+    t.wait_until_refused(
+        "default",
+        "\"any\":\"thing\"",
+        "service/admit in \"webhooks\" is not present",
+    );
+    // An ExternalName Service to this machine; the certificate names admit.webhooks.svc.
+    t.s.kubectl_ok(&["create", "namespace", "webhooks"]);
+    t.s.kubectl_ok(&[
+        "create",
+        "service",
+        "externalname",
+        "admit",
+        "-n",
+        "webhooks",
+        "--external-name",
+        "localhost",
+    ]);
+    t.wait_until_refused("default", "\"deny\":\"true\"", "objects labelled deny=true");
+    let allowed = t.s.kubectl_with_stdin(
+        &["create", "-f", "-"],
+        Some(&configmap("through-service", "\"ok\":\"true\"")),
+    );
+    assert!(
+        allowed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&allowed.stderr)
+    );
+    assert!(
+        t.received("/validate")
+            .iter()
+            .any(|r| r["name"] == "through-service"),
+        "the webhook was not called at the Service's path"
+    );
 }

@@ -1,6 +1,7 @@
 //! Emitters: the checked model in, generated files out. Pure functions of the model, so
 //! output is deterministic; the caller sorts definitions first.
 
+pub mod apiservice;
 pub mod crd;
 mod meta;
 mod openapi;

@@ -164,52 +164,14 @@ impl Backend {
         format!("{}.{}.svc", s.name, s.namespace)
     }
 
-    /// Where the Service is reached now, as kube-apiserver resolves it: an ExternalName
-    /// Service at its name, another at its cluster IP and the APIService's port, or
-    /// (`endpoints`: `--enable-aggregator-routing`) at one of its ready endpoints.
+    /// Where the APIService's Service is reached now ([`resolve_service`]).
     pub async fn location(
         &self,
         catalog: &Catalog,
         store: &Store,
         endpoints: bool,
     ) -> Result<(String, u16), ReachError> {
-        let s = &self.spec.service;
-        let missing = || ReachError::Resolve {
-            reason: "ServiceNotFound",
-            message: format!("service/{} in {:?} is not present", s.name, s.namespace),
-        };
-        let services = catalog.get("", "v1", "services").ok_or_else(missing)?;
-        let svc = store
-            .get_at(&services, Some(&s.namespace), &s.name, ReadAt::Any)
-            .await
-            .map_err(|_| missing())?;
-        let spec = &svc["spec"];
-        if spec["type"] == "ExternalName" {
-            let host = spec["externalName"].as_str().unwrap_or_default();
-            return Ok((host.to_string(), s.port));
-        }
-        let port = spec["ports"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|p| p["port"].as_u64() == Some(u64::from(s.port)))
-            .ok_or_else(|| ReachError::Resolve {
-                reason: "ServicePortError",
-                message: format!(
-                    "service/{} in {:?} is not listening on port {}",
-                    s.name, s.namespace, s.port
-                ),
-            })?;
-        if endpoints {
-            return endpoint_of(catalog, store, s, port["name"].as_str().unwrap_or("")).await;
-        }
-        match spec["clusterIP"].as_str() {
-            Some(ip) if !ip.is_empty() && ip != "None" => Ok((ip.to_string(), s.port)),
-            _ => Err(ReachError::Resolve {
-                reason: "ServiceNotFound",
-                message: format!("service/{} in {:?} has no cluster IP", s.name, s.namespace),
-            }),
-        }
+        resolve_service(catalog, store, endpoints, &self.spec.service).await
     }
 
     /// A kept-alive connection to `addr` that can take a request, or a new one.
@@ -325,6 +287,54 @@ fn request_clone(r: &hyper::Request<Full<Bytes>>) -> hyper::Request<Full<Bytes>>
     *out.uri_mut() = r.uri().clone();
     *out.headers_mut() = r.headers().clone();
     out
+}
+
+/// Where the Service `s` is reached, as kube-apiserver resolves it for APIServices and
+/// webhooks: an ExternalName Service at its name, another at its cluster IP and the
+/// Service port equal to `s.port`, or (`endpoints`: `--enable-aggregator-routing`) at
+/// one of its ready endpoints for that port.
+pub async fn resolve_service(
+    catalog: &Catalog,
+    store: &Store,
+    endpoints: bool,
+    s: &ServiceReference,
+) -> Result<(String, u16), ReachError> {
+    let missing = || ReachError::Resolve {
+        reason: "ServiceNotFound",
+        message: format!("service/{} in {:?} is not present", s.name, s.namespace),
+    };
+    let services = catalog.get("", "v1", "services").ok_or_else(missing)?;
+    let svc = store
+        .get_at(&services, Some(&s.namespace), &s.name, ReadAt::Any)
+        .await
+        .map_err(|_| missing())?;
+    let spec = &svc["spec"];
+    if spec["type"] == "ExternalName" {
+        let host = spec["externalName"].as_str().unwrap_or_default();
+        return Ok((host.to_string(), s.port));
+    }
+    let port = spec["ports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["port"].as_u64() == Some(u64::from(s.port)))
+        .ok_or_else(|| ReachError::Resolve {
+            reason: "ServicePortError",
+            message: format!(
+                "service/{} in {:?} is not listening on port {}",
+                s.name, s.namespace, s.port
+            ),
+        })?;
+    if endpoints {
+        return endpoint_of(catalog, store, s, port["name"].as_str().unwrap_or("")).await;
+    }
+    match spec["clusterIP"].as_str() {
+        Some(ip) if !ip.is_empty() && ip != "None" => Ok((ip.to_string(), s.port)),
+        _ => Err(ReachError::Resolve {
+            reason: "ServiceNotFound",
+            message: format!("service/{} in {:?} has no cluster IP", s.name, s.namespace),
+        }),
+    }
 }
 
 /// One ready address of the Service's Endpoints, for the port named `port_name`.

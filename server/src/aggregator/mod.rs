@@ -158,10 +158,12 @@ impl Aggregator {
         })
     }
 
-    /// Registers the local APIServices, then follows every APIService from the watch
+    /// Resolves webhooks' Services from now on, registers the local APIServices, then follows every APIService from the watch
     /// cache and runs the availability controller. Without the APIService kind there
     /// is nothing to aggregate.
     pub async fn start(self: &Arc<Self>) -> Result<(), String> {
+        // Webhooks named by a Service reference resolve it as APIServices do.
+        crate::webhook::set_service_resolver(self.clone());
         let Some(kind) = self.api_services() else {
             return Ok(());
         };
@@ -248,6 +250,15 @@ impl Aggregator {
     fn changed(&self) {
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+#[async_trait]
+impl crate::webhook::ResolveService for Aggregator {
+    async fn resolve(&self, service: &ServiceReference) -> Result<(String, u16), String> {
+        backend::resolve_service(&self.catalog, &self.store, self.endpoint_routing, service)
+            .await
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -166,9 +166,8 @@ mod tests {
                 .clone()
         };
         assert!(err(json!({"url": "http://x"})).contains("not an https URL"));
-        assert!(
-            err(json!({"service": {"name": "s", "namespace": "n"}})).contains("service references")
-        );
+        let by_service = json!({"service": {"name": "s", "namespace": "n", "path": "/convert"}, "caBundle": "bm90IGEgY2VydA=="});
+        assert!(err(by_service).contains("caBundle"));
         assert!(err(json!({"url": "https://x"})).contains("caBundle"));
         assert!(Webhook::of(&json!({"spec": {"conversion": {"strategy": "None"}}})).is_none());
     }
