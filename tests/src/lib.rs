@@ -680,6 +680,26 @@ pub async fn client_from(kubeconfig: kube::config::Kubeconfig) -> kube::Client {
     kube::Client::try_from(config).unwrap_or_else(|e| panic!("building a kube client: {e}"))
 }
 
+/// A kube client from a kubeconfig file that does not retry: kube's default client
+/// retries 429, 503 and 504 answers with backoff (minutes for a lasting 503), so a test
+/// that checks for those answers uses this one.
+///
+/// # Panics
+///
+/// When the file cannot be read or turned into a client.
+pub async fn client_without_retries(path: &Path) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)
+        .unwrap_or_else(|e| panic!("reading kubeconfig {}: {e}", path.display()));
+    let mut config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("loading kubeconfig: {e}"));
+    config.default_retry = false;
+    kube::Client::try_from(config).unwrap_or_else(|e| panic!("building a kube client: {e}"))
+}
+
 /// A freshly started process whose stdout announced the kubeconfig.
 struct Spawned {
     child: Child,

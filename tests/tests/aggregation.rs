@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use apiserver_tests::credentials::{TestCa, UserCredentials};
 use apiserver_tests::objects::{install_crd, CRONTABS_CRD};
-use apiserver_tests::{raw_request, TestServer};
+use apiserver_tests::{client_without_retries, raw_request, TestServer};
 use base64::Engine;
 use futures_util::{StreamExt, TryStreamExt};
 use kube::api::{Api, ApiResource, DynamicObject, PostParams, WatchEvent, WatchParams};
@@ -134,8 +134,10 @@ fn create(s: &TestServer, name: &str, spec: &str) {
     s.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
 }
 
+/// A GET whose answer is seen as it is (503 included: no retries).
 async fn get_raw(s: &TestServer, path: &str) -> (u16, Value) {
-    let r = raw_request(&s.client().await, "GET", path, None, Vec::<u8>::new()).await;
+    let client = client_without_retries(s.kubeconfig()).await;
+    let r = raw_request(&client, "GET", path, None, Vec::<u8>::new()).await;
     (r.status, r.json)
 }
 

@@ -526,11 +526,16 @@ fn a_log_that_cannot_be_written_fails_requests_only_in_blocking_strict() {
     let blocking = audited(EVERYTHING_AT_METADATA, &["--audit-log-path=/dev/full"]);
     let r = get_as(blocking.server.kubeconfig(), "/api/v1/namespaces", &[]);
     assert_eq!(r.status, 200, "{}", r.text);
-    assert!(
-        blocking.server.stderr().contains("audit event not written"),
-        "{}",
-        blocking.server.stderr_tail()
-    );
+    // The server's stderr is read by another thread: wait for the line to arrive.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !blocking.server.stderr().contains("audit event not written") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{}",
+            blocking.server.stderr_tail()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 #[test]
