@@ -103,10 +103,26 @@ fn a_new_namespace_gets_a_default_service_account_and_the_root_ca_config_map_and
     assert_eq!(repaired["metadata"]["labels"]["mine"], "yes", "{repaired}");
 }
 
+/// One server for the flags' tests: the ServiceAccount controller left out, a short
+/// Events TTL.
 #[test]
-fn controllers_left_out_with_the_controllers_flag_do_not_run() {
-    let s = TestServer::start_with_flags(&["--controllers=*,-serviceaccount-controller"]);
+fn controllers_left_out_do_not_run_and_events_expire_after_the_event_ttl() {
+    let s = TestServer::start_with_flags(&[
+        "--controllers=*,-serviceaccount-controller",
+        "--event-ttl=2s",
+    ]);
     s.kubectl_ok(&["create", "namespace", "quiet"]);
+    let core = r#"{"apiVersion":"v1","kind":"Event","metadata":{"name":"e1","namespace":"quiet"},"involvedObject":{"kind":"Namespace","name":"quiet"},"reason":"Tested","message":"m","type":"Normal"}"#;
+    let modern = r#"{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"e2","namespace":"quiet"},"eventTime":"2026-01-01T00:00:00.000000Z","reportingController":"tests","reportingInstance":"t1","action":"Test","reason":"Tested","type":"Normal","regarding":{"kind":"Namespace","name":"quiet"}}"#;
+    for event in [core, modern] {
+        let out = s.kubectl_with_stdin(&["create", "-f", "-"], Some(event));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+    }
+    let created = Instant::now();
+    assert!(get_json(&s, &["events", "e1", "-n", "quiet"]).is_some());
+    assert!(get_json(&s, &["events.events.k8s.io", "e2", "-n", "quiet"]).is_some());
+
     // The root CA publisher runs, so the namespace has been seen by the controllers.
     wait_for(
         &s,
@@ -115,4 +131,25 @@ fn controllers_left_out_with_the_controllers_flag_do_not_run() {
     );
     let accounts = s.kubectl_ok(&["get", "serviceaccounts", "-n", "quiet", "-o", "name"]);
     assert_eq!(accounts.trim(), "", "no default ServiceAccount is made");
+
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        let left = s.kubectl_ok(&[
+            "get",
+            "events,events.events.k8s.io",
+            "-n",
+            "quiet",
+            "-o",
+            "name",
+        ]);
+        if left.trim().is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "Events still there: {left}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        created.elapsed() >= Duration::from_millis(1500),
+        "deleted before their TTL passed"
+    );
 }
