@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::api::options::ReadAt;
+use crate::api::options::{DeleteOptions, ReadAt};
 use crate::api::selectors::{FieldSelector, LabelSelector};
 use crate::api::ApiError;
 use crate::catalog::{ApiResource, Catalog};
@@ -51,6 +51,7 @@ pub fn spawn<C: PerNamespace>(catalog: &Catalog, store: Store, controller: C) {
     let this = Arc::new(Runner {
         controller,
         store,
+        namespaces: namespaces.clone(),
         res,
         queue: WorkQueue::default(),
     });
@@ -86,6 +87,7 @@ pub fn spawn<C: PerNamespace>(catalog: &Catalog, store: Store, controller: C) {
 struct Runner<C> {
     controller: C,
     store: Store,
+    namespaces: Arc<ApiResource>,
     res: Arc<ApiResource>,
     queue: WorkQueue,
 }
@@ -127,12 +129,19 @@ impl<C: PerNamespace> Runner<C> {
         }
     }
 
+    /// Whether `ns` exists and is not terminating, read from storage (the cache may not
+    /// have seen its deletion yet).
+    async fn active(&self, ns: &str) -> Result<bool, ApiError> {
+        match self.store.get(&self.namespaces, None, ns).await {
+            Ok(namespace) => Ok(!namespace["metadata"]["deletionTimestamp"].is_string()),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Creates or repairs the object in `ns`, unless the namespace is gone or terminating.
     async fn sync(&self, ns: &str) -> Result<(), ApiError> {
-        let Some(namespace) = self.store.namespace(ns).await? else {
-            return Ok(());
-        };
-        if namespace["metadata"]["deletionTimestamp"].is_string() {
+        if !self.active(ns).await? {
             return Ok(());
         }
         let c = &self.controller;
@@ -144,10 +153,29 @@ impl<C: PerNamespace> Runner<C> {
                     .create(&self.res, Some(ns), c.wanted(ns), &ctx)
                     .await
                 {
-                    Ok(_) => Ok(()),
-                    Err(e) if e.is_already_exists() => Ok(()),
-                    Err(e) => Err(e),
+                    Ok(_) => {}
+                    Err(e) if e.is_already_exists() => return Ok(()),
+                    Err(e) => return Err(e),
                 }
+                // Writes skip admission here: a namespace whose deletion began meanwhile
+                // may already have been emptied, so what was just made is taken back.
+                if !self.active(ns).await? {
+                    match self
+                        .store
+                        .delete(
+                            &self.res,
+                            Some(ns),
+                            c.name(),
+                            &DeleteOptions::default(),
+                            None,
+                        )
+                        .await
+                    {
+                        Err(e) if !e.is_not_found() => return Err(e),
+                        _ => {}
+                    }
+                }
+                Ok(())
             }
             Err(e) => Err(e),
             Ok(current) => match c.repaired(&current) {
