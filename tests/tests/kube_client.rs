@@ -81,7 +81,11 @@ async fn configmap_create_get_list_replace_delete() {
     assert_eq!(status.code, 404);
     assert!(cms.get_opt("cm1").await.unwrap().is_none());
     let list = cms.list(&ListParams::default()).await.unwrap();
-    assert_eq!(list.items.len(), 1);
+    let left: Vec<String> = list.items.iter().map(ResourceExt::name_any).collect();
+    assert!(
+        left.contains(&"cm2".to_string()) && !left.contains(&"cm1".to_string()),
+        "{left:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
