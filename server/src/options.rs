@@ -402,6 +402,10 @@ pub struct ServerRunOptions {
     pub vmodule: Option<String>,
 
     // Misc flags: upstream's, then this server's own.
+    /// Amount of time to retain events.
+    #[arg(long = "event-ttl", default_value = "1h0m0s", value_parser = crate::filters::limits::parse_duration, help_heading = sections::MISC, value_name = "duration")]
+    pub event_ttl: Duration,
+
     /// The built-in controllers to run, as kube-controller-manager's flag: `*` for all,
     /// a name to add one, `-name` to leave one out (e.g. `*,-garbage-collector-controller`).
     #[arg(
@@ -706,6 +710,9 @@ impl ServerRunOptions {
                 }
             }
             (None, None) => {}
+        }
+        if self.event_ttl.is_zero() {
+            errors.push("--event-ttl must be greater than 0s".to_string());
         }
         if let Err(e) = self.tls_policy().check() {
             errors.push(e);

@@ -67,7 +67,6 @@ const NOT_SUPPORTED: &[&str] = &[
     "etcd-healthcheck-timeout",
     "etcd-readycheck-timeout",
     "etcd-servers-overrides",
-    "event-ttl",
     "external-hostname",
     "feature-gates",
     "goaway-chance",

@@ -62,6 +62,12 @@ impl Backend {
     }
 }
 
+/// The flag that leaves out the root CA publisher, for tests that count every ConfigMap
+/// of a namespace (pages, remaining counts, object gauges) and would otherwise find the
+/// published `kube-root-ca.crt` among them.
+pub const WITHOUT_ROOT_CA_PUBLISHER: &str =
+    "--controllers=*,-root-ca-certificate-publisher-controller";
+
 /// How long a server may take from spawn to printing its `Admin kubeconfig:` line.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -261,7 +261,7 @@ const CREATE_CONFIGMAP: &[(&str, &str)] = &[
 
 #[tokio::test]
 async fn metrics_count_what_kubectl_does() {
-    let s = TestServer::start();
+    let s = TestServer::start_with_flags(&[apiserver_tests::WITHOUT_ROOT_CA_PUBLISHER]);
     let client = s.client().await;
     get_when_ok(&client, "/readyz").await;
 

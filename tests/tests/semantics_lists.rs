@@ -254,7 +254,7 @@ async fn kube_list_with_label_and_field_selectors() {
 
 #[test]
 fn kubectl_get_chunk_size_pages_through_everything() {
-    let s = TestServer::start();
+    let s = TestServer::start_with_flags(&[apiserver_tests::WITHOUT_ROOT_CA_PUBLISHER]);
     for i in 0..5 {
         s.kubectl_ok(&["create", "configmap", &format!("c{i}")]);
     }
@@ -288,7 +288,7 @@ fn kubectl_get_chunk_size_pages_through_everything() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn continue_pages_are_a_snapshot_of_the_first_page() {
-    let s = TestServer::start();
+    let s = TestServer::start_with_flags(&[apiserver_tests::WITHOUT_ROOT_CA_PUBLISHER]);
     let c = s.client().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.clone());
     for i in 0..5 {
@@ -356,7 +356,7 @@ async fn continue_pages_are_a_snapshot_of_the_first_page() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn resource_version_and_match_on_get_and_list() {
-    let s = TestServer::start();
+    let s = TestServer::start_with_flags(&[apiserver_tests::WITHOUT_ROOT_CA_PUBLISHER]);
     let c = s.client().await;
     let cms: Api<ConfigMap> = Api::default_namespaced(c.clone());
     let a = cms

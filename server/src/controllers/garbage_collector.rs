@@ -11,13 +11,12 @@
 //! dependent's is never taken for gone). An owner whose kind this server does not serve
 //! is taken to exist: nothing is deleted on a reference the collector cannot check.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tokio::sync::Notify;
 
 use crate::api::meta::metadata_mut;
 use crate::api::options::{DeleteOptions, Preconditions, PropagationPolicy, ReadAt};
@@ -27,6 +26,8 @@ use crate::catalog::{ApiResource, Catalog, CatalogChange};
 use crate::registry::propagation::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 use crate::registry::store::{Store, Target, WatchStart, WriteContext};
 use crate::registry::watcher::StoredChange;
+
+use super::queue::WorkQueue;
 
 /// The field manager of the collector's writes, as upstream's.
 const MANAGER: &str = "generic-garbage-collector";
@@ -650,96 +651,9 @@ impl Collector {
     }
 }
 
-/// A queue of uids to examine, as client-go's workqueue: a uid is queued at most once,
-/// and one added while it is being examined is examined again afterwards (never by two
-/// workers at once).
-#[derive(Default)]
-struct WorkQueue {
-    state: Mutex<QueueState>,
-    ready: Notify,
-}
-
-#[derive(Default)]
-struct QueueState {
-    order: VecDeque<String>,
-    queued: HashSet<String>,
-    active: HashSet<String>,
-    again: HashSet<String>,
-}
-
-impl WorkQueue {
-    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn add(&self, uid: String) {
-        let mut s = self.lock();
-        if s.active.contains(&uid) {
-            s.again.insert(uid);
-        } else if s.queued.insert(uid.clone()) {
-            s.order.push_back(uid);
-            drop(s);
-            self.ready.notify_one();
-        }
-    }
-
-    async fn take(&self) -> String {
-        loop {
-            let ready = self.ready.notified();
-            tokio::pin!(ready);
-            ready.as_mut().enable();
-            {
-                let mut s = self.lock();
-                if let Some(uid) = s.order.pop_front() {
-                    s.queued.remove(&uid);
-                    s.active.insert(uid.clone());
-                    if !s.order.is_empty() {
-                        // Wake another worker for the rest.
-                        self.ready.notify_one();
-                    }
-                    return uid;
-                }
-            }
-            ready.await;
-        }
-    }
-
-    fn done(&self, uid: &str) {
-        let mut s = self.lock();
-        s.active.remove(uid);
-        if s.again.remove(uid) {
-            drop(s);
-            self.add(uid.to_string());
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_queue_holds_a_uid_once_and_requeues_one_added_while_active() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let q = WorkQueue::default();
-            q.add("a".into());
-            q.add("a".into());
-            q.add("b".into());
-            assert_eq!(q.take().await, "a");
-            q.add("a".into());
-            assert_eq!(q.take().await, "b");
-            q.done("b");
-            assert!(
-                q.lock().order.is_empty(),
-                "a is active, not queued again yet"
-            );
-            q.done("a");
-            assert_eq!(q.take().await, "a");
-        });
-    }
 
     #[test]
     fn stored_metadata_is_read_without_the_rest() {

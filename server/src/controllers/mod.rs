@@ -2,9 +2,14 @@
 
 pub mod crd;
 pub mod definitions;
+pub mod event_ttl;
 pub mod garbage_collector;
 pub mod namespace;
+pub mod per_namespace;
+pub mod queue;
 pub mod rbac;
+pub mod root_ca;
+pub mod serviceaccount;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +27,11 @@ use crate::registry::Store;
 pub const CONTROLLERS: &[(&str, &str)] = &[
     ("garbage-collector-controller", "garbagecollector"),
     ("namespace-controller", "namespace"),
+    ("serviceaccount-controller", "serviceaccount"),
+    (
+        "root-ca-certificate-publisher-controller",
+        "root-ca-cert-publisher",
+    ),
 ];
 
 /// Which built-in controllers run (`--controllers`).
@@ -150,6 +160,11 @@ mod tests {
         assert!(
             !only_ns.runs("garbage-collector-controller") && only_ns.runs("namespace-controller")
         );
+        let no_sa = parse(&["*", "-serviceaccount"]).unwrap();
+        assert!(!no_sa.runs("serviceaccount-controller"));
+        assert!(no_sa.runs("root-ca-certificate-publisher-controller"));
+        let no_ca = parse(&["*", "-root-ca-certificate-publisher-controller"]).unwrap();
+        assert!(!no_ca.runs("root-ca-certificate-publisher-controller"));
         let e = parse(&["*", "-bogus"]).unwrap_err();
         assert!(e.contains("\"bogus\" is not a known controller"), "{e}");
     }

@@ -6,6 +6,7 @@ pub mod apply;
 pub mod cacher;
 pub mod cel;
 pub mod codec;
+pub mod config_data;
 pub mod json_patch;
 pub mod managed_fields;
 pub mod propagation;

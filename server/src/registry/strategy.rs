@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use crate::api::meta::NameRule;
 use crate::api::StatusCause;
+use crate::registry::config_data;
 
 /// A Table column computed by code rather than a JSONPath (ConfigMap's and Secret's DATA).
 pub struct ComputedColumn {
@@ -107,11 +108,19 @@ impl Strategy for PlainCoreStrategy {
     }
 }
 
-/// ConfigMap: prints its key count.
+/// ConfigMap: prints its key count; keys, size and immutability as upstream checks them.
 pub struct ConfigMapStrategy;
 impl Strategy for ConfigMapStrategy {
     fn computed_columns(&self) -> &'static [ComputedColumn] {
         &[DATA_COLUMN]
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<StatusCause> {
+        config_data::validate_config_map(obj)
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<StatusCause> {
+        config_data::validate_immutable(new, old, &["data", "binaryData"])
     }
 
     fn tracks_generation(&self) -> bool {
@@ -120,7 +129,8 @@ impl Strategy for ConfigMapStrategy {
 }
 
 /// Secret: `stringData` is write-only and folded into base64 `data`; `type` defaults to
-/// `Opaque`.
+/// `Opaque` and never changes; keys, size, each type's keys and immutability as upstream
+/// checks them.
 pub struct SecretStrategy;
 impl Strategy for SecretStrategy {
     fn computed_columns(&self) -> &'static [ComputedColumn] {
@@ -164,6 +174,21 @@ impl Strategy for SecretStrategy {
                 }
             }
         }
+        causes.extend(config_data::validate_secret(obj));
+        causes
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<StatusCause> {
+        let mut causes = Vec::new();
+        if new.get("type") != old.get("type") {
+            let new_type = new.get("type").unwrap_or(&Value::Null);
+            causes.push(StatusCause::invalid_value(
+                "type",
+                new_type,
+                "field is immutable",
+            ));
+        }
+        causes.extend(config_data::validate_immutable(new, old, &["data"]));
         causes
     }
 

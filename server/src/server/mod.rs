@@ -152,6 +152,18 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
     if controllers.runs("garbage-collector-controller") {
         crate::controllers::garbage_collector::spawn(catalog.clone(), state.store.clone());
     }
+    // Not a selectable controller: upstream's storage expires Events whatever runs.
+    crate::controllers::event_ttl::spawn(&catalog, state.store.clone(), opts.event_ttl);
+    if controllers.runs("serviceaccount-controller") {
+        let accounts = crate::controllers::serviceaccount::ServiceAccounts;
+        crate::controllers::per_namespace::spawn(&catalog, state.store.clone(), accounts);
+    }
+    if controllers.runs("root-ca-certificate-publisher-controller") {
+        let publisher = crate::controllers::root_ca::RootCaPublisher {
+            ca_pem: cert.ca_pem.clone(),
+        };
+        crate::controllers::per_namespace::spawn(&catalog, state.store.clone(), publisher);
+    }
     crate::controllers::crd::spawn(
         catalog.clone(),
         state.store.clone(),
