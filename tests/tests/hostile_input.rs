@@ -8,7 +8,7 @@
 use std::io::Write;
 
 use apiserver_tests::objects::{CONFIGMAPS, JSON, MERGE};
-use apiserver_tests::{raw_request, RawResponse, TestServer};
+use apiserver_tests::{client_without_retries, raw_request, RawResponse, TestServer};
 use base64::Engine;
 use serde_json::{json, Value};
 
@@ -40,19 +40,6 @@ async fn assert_alive(s: &mut TestServer, c: &kube::Client) {
     assert!(s.is_running(), "the server died:\n{}", s.stderr_tail());
     let resp = raw_request(c, "GET", CONFIGMAPS, None, "").await;
     assert_eq!(resp.status, 200, "{}", resp.text);
-}
-
-/// A kube client that does not retry 504 answers (kube's default client retries them).
-async fn client_without_retries(s: &TestServer) -> kube::Client {
-    let kubeconfig = kube::config::Kubeconfig::read_from(s.kubeconfig()).expect("kubeconfig");
-    let mut config = kube::Config::from_custom_kubeconfig(
-        kubeconfig,
-        &kube::config::KubeConfigOptions::default(),
-    )
-    .await
-    .expect("config");
-    config.default_retry = false;
-    kube::Client::try_from(config).expect("client")
 }
 
 async fn create_configmap(c: &kube::Client, name: &str, data: Value) -> Value {
@@ -313,7 +300,7 @@ async fn compressed_bodies_are_bounded_when_the_audit_log_reads_them_too() {
 async fn extreme_query_values_are_client_errors() {
     // Counts the namespace's ConfigMaps.
     let mut s = TestServer::start_with_flags(&[apiserver_tests::WITHOUT_ROOT_CA_PUBLISHER]);
-    let c = client_without_retries(&s).await;
+    let c = client_without_retries(s.kubeconfig()).await;
     let cm = create_configmap(&c, "rv", json!({"a": "b"})).await;
     create_configmap(&c, "rv2", json!({})).await;
     let path = format!("{CONFIGMAPS}/rv");
