@@ -79,8 +79,11 @@ async fn sync(
             Err(e) => return Err(format!("creating APIService {version}.{group}: {e}")),
         }
     }
-    // Local APIServices of group-versions no longer served go (upstream keeps the
-    // `onstart` ones until the next start; a kind served at start-up cannot go here).
+    // Local APIServices of group-versions no longer served go, but not at start-up:
+    // the CRDs and definition files of the last run are still being registered then.
+    if at_start {
+        return Ok(());
+    }
     for obj in &existing {
         let automanaged = obj["metadata"]["labels"][AUTOMANAGED].is_string();
         let local = obj["spec"]["service"].is_null();
