@@ -77,17 +77,10 @@ impl Endpoint {
         if !url.starts_with("https://") {
             return Err(format!("{url:?} is not an https URL"));
         }
-        let mut roots = rustls::RootCertStore::empty();
-        if let Some(bundle) = config["caBundle"].as_str() {
-            use base64::Engine;
-            let pem = base64::engine::general_purpose::STANDARD
-                .decode(bundle)
-                .map_err(|e| format!("caBundle is not base64: {e}"))?;
-            for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-                let cert = cert.map_err(|e| format!("caBundle: {e}"))?;
-                roots.add(cert).map_err(|e| format!("caBundle: {e}"))?;
-            }
-        }
+        let roots = match config["caBundle"].as_str() {
+            Some(bundle) => ca_bundle_roots(bundle, "caBundle")?,
+            None => rustls::RootCertStore::empty(),
+        };
         if roots.is_empty() {
             return Err("clientConfig.caBundle holds no certificate to trust".into());
         }
@@ -313,6 +306,21 @@ impl Endpoint {
         }
         Ok((status, bytes))
     }
+}
+
+/// The certificates of a `caBundle` (base64 of PEM) as TLS roots; errors name the field
+/// as `field` (possibly empty: the caller says there is nothing to trust).
+pub fn ca_bundle_roots(bundle: &str, field: &str) -> Result<rustls::RootCertStore, String> {
+    use base64::Engine;
+    let pem = base64::engine::general_purpose::STANDARD
+        .decode(bundle)
+        .map_err(|e| format!("{field} is not base64: {e}"))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+        let cert = cert.map_err(|e| format!("{field}: {e}"))?;
+        roots.add(cert).map_err(|e| format!("{field}: {e}"))?;
+    }
+    Ok(roots)
 }
 
 /// A `clientConfig.service` (port 443 unless given) and its path (`/` unless given).

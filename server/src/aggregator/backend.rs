@@ -402,14 +402,7 @@ fn roots(ca_bundle: Option<&str>) -> Result<rustls::RootCertStore, String> {
     let mut roots = rustls::RootCertStore::empty();
     match ca_bundle {
         Some(bundle) => {
-            use base64::Engine;
-            let pem = base64::engine::general_purpose::STANDARD
-                .decode(bundle)
-                .map_err(|e| format!("spec.caBundle is not base64: {e}"))?;
-            for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-                let cert = cert.map_err(|e| format!("spec.caBundle: {e}"))?;
-                roots.add(cert).map_err(|e| format!("spec.caBundle: {e}"))?;
-            }
+            roots = crate::webhook::ca_bundle_roots(bundle, "spec.caBundle")?;
             if roots.is_empty() {
                 return Err("spec.caBundle holds no certificate".into());
             }
