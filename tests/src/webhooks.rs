@@ -43,7 +43,7 @@ impl WebhookServer {
         args: &[&Path],
     ) -> WebhookServer {
         let script = s.write_file(name, script);
-        let mut child = Command::new("python3")
+        let mut child = Command::new(crate::python_binary())
             .arg(&script)
             .arg(cert)
             .arg(key)

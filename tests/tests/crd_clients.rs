@@ -328,7 +328,7 @@ fn the_python_client_custom_objects_api_works_on_custom_objects() {
     install_crd(&s, &crd, "crontabs.stable.example.com");
 
     let script = s.write_file("custom_objects.py", CUSTOM_OBJECTS_SCRIPT);
-    let run = Command::new("python3")
+    let run = Command::new(apiserver_tests::python_binary())
         .arg(&script)
         .arg(s.kubeconfig())
         .env_remove("KUBECONFIG")

@@ -91,7 +91,7 @@ fn v3_path_of(file: &std::path::Path) -> Option<String> {
 
 #[test]
 fn checked_in_openapi_documents_pass_the_validator() {
-    let probe = Command::new("python3")
+    let probe = Command::new(apiserver_tests::python_binary())
         .args(["-c", "import openapi_spec_validator"])
         .stdin(Stdio::null())
         .output()
@@ -113,7 +113,7 @@ fn checked_in_openapi_documents_pass_the_validator() {
             "{expected} missing: {names:?}"
         );
     }
-    let out = Command::new("python3")
+    let out = Command::new(apiserver_tests::python_binary())
         .args(["-m", "openapi_spec_validator"])
         .args(&files)
         .stdin(Stdio::null())
@@ -730,7 +730,7 @@ fn kubectl_validates_list_files_with_the_v2_protobuf_document() {
 /// object of a shipped kind.
 #[test]
 fn a_client_generator_accepts_the_openapi_v3_documents() {
-    let probe = Command::new("python3")
+    let probe = Command::new(apiserver_tests::python_binary())
         .args(["-c", "import datamodel_code_generator"])
         .output()
         .expect("python3");
@@ -759,7 +759,7 @@ fn a_client_generator_accepts_the_openapi_v3_documents() {
             .join("server/src/generated/openapi")
             .join(doc);
         let target = out_dir.path().join(package);
-        let generate = Command::new("python3")
+        let generate = Command::new(apiserver_tests::python_binary())
             .args([
                 "-m",
                 "datamodel_code_generator",
@@ -778,7 +778,7 @@ fn a_client_generator_accepts_the_openapi_v3_documents() {
             String::from_utf8_lossy(&generate.stderr)
         );
         let script = format!("import json, {package}.{module} as m\nobj = m.{class}.model_validate(json.loads('{object}'))\nprint(type(obj).__name__)");
-        let run = Command::new("python3")
+        let run = Command::new(apiserver_tests::python_binary())
             .arg("-c")
             .arg(&script)
             .current_dir(out_dir.path())

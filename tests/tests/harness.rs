@@ -54,3 +54,24 @@ fn a_server_on_etcd_stores_into_the_harness_etcd_and_restarts_on_it() {
         "b"
     );
 }
+
+#[test]
+fn the_kubectl_the_tests_run_is_the_version_tests_requirements_pins() {
+    let kubectl = apiserver_tests::kubectl_binary();
+    let out = std::process::Command::new(&kubectl)
+        .args(["version", "--client", "-o", "json"])
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", kubectl.display()));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let version: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        version["clientVersion"]["gitVersion"].as_str(),
+        Some(apiserver_tests::pinned_kubectl_version().as_str()),
+        "{} is not the kubectl tests/requirements.txt pins; `bash tests/run.sh` installs that one",
+        kubectl.display()
+    );
+}

@@ -2,10 +2,10 @@
 //! kube-apiserver's named checks, and `/metrics` in Prometheus' text format under
 //! kube-apiserver's metric names and labels, counting what kubectl does.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use apiserver_tests::credentials::UserCredentials;
+use apiserver_tests::metrics::scrape;
 use apiserver_tests::{client_from_kubeconfig, raw_request, RawResponse, TestServer};
 use futures_util::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -173,78 +173,6 @@ async fn a_failing_check_fails_the_endpoint_with_its_reason_withheld() {
     // Probes that exclude storage still pass.
     let live = get(&client, "/livez?exclude=etcd").await;
     assert_eq!((live.status, live.text.as_str()), (200, "ok"));
-}
-
-/// One scrape: each series (name and sorted labels) with its value.
-struct Scrape(BTreeMap<String, f64>);
-
-impl Scrape {
-    fn parse(text: &str) -> Scrape {
-        let mut series = BTreeMap::new();
-        for line in text
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.is_empty())
-        {
-            let (key, value) = line.rsplit_once(' ').expect("a sample line");
-            let key = match key.split_once('{') {
-                Some((name, labels)) => {
-                    let labels = labels.strip_suffix('}').expect("closed labels");
-                    let mut pairs: Vec<&str> = split_labels(labels);
-                    pairs.sort();
-                    format!("{name}{{{}}}", pairs.join(","))
-                }
-                None => key.to_string(),
-            };
-            series.insert(key, value.parse().expect("a number"));
-        }
-        Scrape(series)
-    }
-
-    /// The value of `name` with exactly `labels` (0 when the series is absent).
-    fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
-        let mut pairs: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
-        pairs.sort();
-        let key = if pairs.is_empty() {
-            name.to_string()
-        } else {
-            format!("{name}{{{}}}", pairs.join(","))
-        };
-        self.0.get(&key).copied().unwrap_or(0.0)
-    }
-}
-
-/// Splits `a="x",b="y"` at the commas between pairs (values here hold no quotes).
-fn split_labels(labels: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut quoted = false;
-    for (i, c) in labels.char_indices() {
-        match c {
-            '"' => quoted = !quoted,
-            ',' if !quoted => {
-                out.push(&labels[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    if start < labels.len() {
-        out.push(&labels[start..]);
-    }
-    out
-}
-
-async fn scrape(client: &kube::Client) -> Scrape {
-    let r = get(client, "/metrics").await;
-    assert_eq!(r.status, 200, "{r:?}");
-    assert!(
-        r.headers["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("text/plain; version=0.0.4"),
-        "{r:?}"
-    );
-    Scrape::parse(&r.text)
 }
 
 const CREATE_CONFIGMAP: &[(&str, &str)] = &[

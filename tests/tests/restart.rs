@@ -153,7 +153,8 @@ async fn admin_kubeconfig_keeps_working_after_a_restart() {
     let mut first = TestServer::start_in(dir.path());
     let before = Kubeconfig::read_from(first.kubeconfig()).expect("kubeconfig before");
     let token_before = token(first.kubeconfig());
-    let ca_file_before = std::fs::read(dir.path().join("certs").join("ca.crt")).ok();
+    let ca_file_before = std::fs::read(dir.path().join("certs").join("ca.crt"))
+        .expect("the server writes certs/ca.crt");
     first.kubectl_ok(&["get", "ns"]);
     first.stop();
 
@@ -165,12 +166,11 @@ async fn admin_kubeconfig_keeps_working_after_a_restart() {
     );
     let after = Kubeconfig::read_from(second.kubeconfig()).expect("kubeconfig after");
     assert_eq!(ca_data(&after), ca_data(&before), "the CA was regenerated");
-    if let Some(ca) = ca_file_before {
-        assert_eq!(
-            std::fs::read(dir.path().join("certs").join("ca.crt")).unwrap(),
-            ca
-        );
-    }
+    assert_eq!(
+        std::fs::read(dir.path().join("certs").join("ca.crt")).unwrap(),
+        ca_file_before,
+        "certs/ca.crt was rewritten"
+    );
     assert_eq!(
         token(second.kubeconfig()),
         token_before,
@@ -185,9 +185,11 @@ async fn admin_kubeconfig_keeps_working_after_a_restart() {
 
     // A client that kept the old kubeconfig (CA and token) only needs the new address.
     let mut old = before.clone();
-    if let Some(cluster) = old.clusters[0].cluster.as_mut() {
-        cluster.server = Some(second.url().to_string());
-    }
+    old.clusters[0]
+        .cluster
+        .as_mut()
+        .expect("the kubeconfig names a cluster")
+        .server = Some(second.url().to_string());
     let client = client_from(old).await;
     let nss: Api<Namespace> = Api::all(client);
     nss.get("default")

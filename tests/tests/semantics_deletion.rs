@@ -232,11 +232,12 @@ async fn delete_all_and_delete_collection_with_selectors() {
         )
         .await
         .expect("deletecollection");
-    if let Some(list) = deleted.left() {
-        let mut names: Vec<String> = list.items.iter().map(ResourceExt::name_any).collect();
-        names.sort();
-        assert_eq!(names, ["w1", "w2"]);
-    }
+    let list = deleted
+        .left()
+        .expect("deletecollection answers the list of what it deleted");
+    let mut names: Vec<String> = list.items.iter().map(ResourceExt::name_any).collect();
+    names.sort();
+    assert_eq!(names, ["w1", "w2"]);
     let left: Vec<String> = cms
         .list(&ListParams::default())
         .await

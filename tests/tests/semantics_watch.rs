@@ -7,11 +7,16 @@ use std::process::{Child, Command};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
+use apiserver_tests::metrics::wait_for_watchers;
 use apiserver_tests::objects::{configmap, labelled, CONFIGMAPS};
 use apiserver_tests::{raw_request, TestServer};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{json, Value};
+
+/// The `apiserver_registered_watchers` labels of Widget and ConfigMap watches.
+const WIDGET_WATCHERS: (&str, &str, &str) = ("example.dev", "v1", "Widget");
+const CONFIGMAP_WATCHERS: (&str, &str, &str) = ("", "v1", "ConfigMap");
 
 /// A background process whose stdout lines arrive on a channel; killed when dropped.
 struct Background {
@@ -129,7 +134,7 @@ async fn kubectl_get_watch_sees_changes() {
 
     // Plain -w prints the new object's row.
     let mut plain = Background::spawn(s.kubectl_command(&["get", "wd", "-w"]));
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_for_watchers(&s.client().await, WIDGET_WATCHERS, 1).await;
     let w = s.write_file(
         "w.yaml",
         "apiVersion: example.dev/v1\nkind: Widget\nmetadata:\n  name: seen\nspec:\n  color: blue\n",
@@ -227,7 +232,7 @@ async fn watch_from_a_resource_version_sees_added_modified_deleted_in_order() {
         );
         tokio::spawn(async move { raw_request(&c, "GET", &path, None, "").await })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_for_watchers(&c, CONFIGMAP_WATCHERS, 1).await;
     cms.create(&PostParams::default(), &labelled("yes", &[("app", "yes")]))
         .await
         .unwrap();
@@ -240,6 +245,146 @@ async fn watch_from_a_resource_version_sees_added_modified_deleted_in_order() {
         .map(|e| e.1)
         .collect();
     assert_eq!(names, ["yes"], "{}", selected.text);
+}
+
+/// `timeoutSeconds=0` is no timeout of the client's own, as kube-apiserver reads it: the
+/// watch stays open under the server's timeout and delivers later changes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_watch_with_timeout_seconds_zero_stays_open_and_delivers_later_changes() {
+    let s = TestServer::start();
+    let c = s.client().await;
+    let mut watch = Background::spawn(s.kubectl_command(&[
+        "get",
+        "--raw",
+        &format!("{CONFIGMAPS}?watch=true&timeoutSeconds=0"),
+    ]));
+    wait_for_watchers(&c, CONFIGMAP_WATCHERS, 1).await;
+    s.kubectl_ok(&["create", "configmap", "later"]);
+    watch.wait_for("ADDED later", Duration::from_secs(10), |l| {
+        l.contains(r#""type":"ADDED""#) && l.contains(r#""name":"later""#)
+    });
+}
+
+/// With `allowWatchBookmarks`, a watch-list watch (`sendInitialEvents`) marks the end of
+/// its initial events with the `k8s.io/initial-events-end` bookmark, and every watch gets
+/// a last bookmark shortly before its timeout, carrying the latest resourceVersion, so
+/// the client re-watches from there (kube-apiserver's watch cache does both).
+#[tokio::test(flavor = "multi_thread")]
+async fn bookmarks_end_the_initial_events_and_come_again_just_before_the_timeout() {
+    let s = TestServer::start_with_flags(&[apiserver_tests::WITHOUT_ROOT_CA_PUBLISHER]);
+    let c = s.client().await;
+    s.kubectl_ok(&["create", "configmap", "one"]);
+    s.kubectl_ok(&["create", "configmap", "two"]);
+    let watch = {
+        let c = c.clone();
+        let path = format!(
+            "{CONFIGMAPS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan\
+             &allowWatchBookmarks=true&timeoutSeconds=4"
+        );
+        tokio::spawn(async move { raw_request(&c, "GET", &path, None, "").await })
+    };
+    wait_for_watchers(&c, CONFIGMAP_WATCHERS, 1).await;
+    s.kubectl_ok(&["create", "configmap", "three"]);
+    let three: u64 = s
+        .kubectl_ok(&[
+            "get",
+            "cm",
+            "three",
+            "-o",
+            "jsonpath={.metadata.resourceVersion}",
+        ])
+        .trim()
+        .parse()
+        .unwrap();
+    let watch = tokio::time::timeout(Duration::from_secs(20), watch)
+        .await
+        .expect("a watch with timeoutSeconds=4 ends by itself")
+        .unwrap();
+    assert_eq!(watch.status, 200, "{}", watch.text);
+    let lines: Vec<Value> = watch
+        .text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let described: Vec<(String, String)> = lines
+        .iter()
+        .map(|e| {
+            let meta = &e["object"]["metadata"];
+            let what = match meta["annotations"]["k8s.io/initial-events-end"].as_str() {
+                Some(end) => format!("initial-events-end={end}"),
+                None => meta["name"].as_str().unwrap_or_default().to_string(),
+            };
+            (e["type"].as_str().unwrap().to_string(), what)
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("ADDED", "one"),
+        ("ADDED", "two"),
+        ("BOOKMARK", "initial-events-end=true"),
+        ("ADDED", "three"),
+        ("BOOKMARK", ""),
+    ]
+    .iter()
+    .map(|(t, w)| (t.to_string(), w.to_string()))
+    .collect();
+    assert_eq!(described, expected, "{}", watch.text);
+    let last: u64 = lines[4]["object"]["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        last >= three,
+        "the last bookmark's resourceVersion {last} < {three}"
+    );
+}
+
+/// A watch from a resourceVersion older than the server can replay is answered 200 with
+/// one in-stream ERROR event (410 Expired), as kube-apiserver answers it, and ends.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_watch_from_a_compacted_revision_gets_an_in_stream_410_expired_error() {
+    let mut s = TestServer::start_with_flags(&["--etcd-compaction-interval=1s"]);
+    s.kubectl_ok(&["create", "configmap", "before-restart"]);
+    // After a restart the embedded store's cache starts at its current revision; etcd
+    // keeps its history until the compaction (every second here) drops it.
+    s.restart();
+    let c = s.client().await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let watch = loop {
+        let watch = raw_request(
+            &c,
+            "GET",
+            &format!("{CONFIGMAPS}?watch=true&resourceVersion=1&timeoutSeconds=1"),
+            None,
+            "",
+        )
+        .await;
+        if watch.text.contains(r#""type":"ERROR""#) || Instant::now() > deadline {
+            break watch;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(watch.status, 200, "{}", watch.text);
+    let events: Vec<Value> = watch
+        .text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 1, "{}", watch.text);
+    assert_eq!(events[0]["type"], "ERROR");
+    let status = &events[0]["object"];
+    assert_eq!(
+        (&status["kind"], &status["code"], &status["reason"]),
+        (&json!("Status"), &json!(410), &json!("Expired")),
+        "{status}"
+    );
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("too old resource version: 1 ("),
+        "{status}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -270,13 +415,12 @@ async fn kubectl_wait_for_a_condition_and_a_status_field() {
         "wd/slow",
         "--timeout=30s",
     ]);
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    wait_for_watchers(&s.client().await, WIDGET_WATCHERS, 2).await;
     // Not yet: a False condition and too few replicas.
     s.kubectl_ok(&[
         "patch", "wd", "slow", "--subresource=status", "--type=merge", "-p",
         r#"{"status":{"replicas":1,"conditions":[{"type":"Ready","status":"False","reason":"Starting"}]}}"#,
     ]);
-    tokio::time::sleep(Duration::from_millis(500)).await;
     s.kubectl_ok(&[
         "patch", "wd", "slow", "--subresource=status", "--type=merge", "-p",
         r#"{"status":{"replicas":3,"observedGeneration":1,"conditions":[{"type":"Ready","status":"True","reason":"AllUp"}]}}"#,
@@ -308,7 +452,7 @@ async fn kubectl_wait_for_a_condition_and_a_status_field() {
 async fn kubectl_wait_for_delete_returns_when_the_object_goes() {
     let s = TestServer::start();
     let c = s.client().await;
-    let cms: Api<ConfigMap> = Api::default_namespaced(c);
+    let cms: Api<ConfigMap> = Api::default_namespaced(c.clone());
     let mut held = configmap("going", &[]);
     held.metadata.finalizers = Some(vec!["example.dev/hold".into()]);
     cms.create(&PostParams::default(), &held).await.unwrap();
@@ -318,7 +462,9 @@ async fn kubectl_wait_for_delete_returns_when_the_object_goes() {
         .kubectl_command(&["wait", "--for=delete", "cm/going", "--timeout=20s"])
         .spawn()
         .expect("spawning kubectl wait");
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    // Only once kubectl watches may the object go: a wait that starts after it has gone
+    // succeeds without watching anything.
+    wait_for_watchers(&c, CONFIGMAP_WATCHERS, 1).await;
     cms.patch(
         "going",
         &PatchParams::default(),
@@ -352,7 +498,7 @@ async fn kubectl_wait_for_delete_returns_when_the_object_goes() {
         .kubectl_command(&["wait", "--for=delete", "cm/later", "--timeout=20s"])
         .spawn()
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_for_watchers(&c, CONFIGMAP_WATCHERS, 1).await;
     s.kubectl_ok(&["delete", "cm", "later"]);
     let out = tokio::task::spawn_blocking(move || waiter.wait_with_output())
         .await

@@ -50,7 +50,7 @@ impl Drop for Stalled {
 fn stall(s: &TestServer) -> (Stalled, BufReader<std::process::ChildStdout>) {
     let script = s.write_file("stall.py", STALLED_POST);
     let ca = s.data_dir().join("certs").join("ca.crt");
-    let mut child = Command::new("python3")
+    let mut child = Command::new(apiserver_tests::python_binary())
         .arg(&script)
         .arg(s.port().to_string())
         .arg(&ca)
@@ -108,7 +108,7 @@ print(r.read().decode())
 fn create_once(s: &TestServer) -> (u16, String, serde_json::Value) {
     let script = s.write_file("create_once.py", CREATE_ONCE);
     let ca = s.data_dir().join("certs").join("ca.crt");
-    let out = Command::new("python3")
+    let out = Command::new(apiserver_tests::python_binary())
         .arg(&script)
         .arg(s.port().to_string())
         .arg(&ca)
@@ -211,7 +211,7 @@ fn tls_probe_trusting(
     ciphers: &str,
 ) -> String {
     let script = s.write_file("tls_probe.py", TLS_PROBE);
-    let out = Command::new("python3")
+    let out = Command::new(apiserver_tests::python_binary())
         .arg(&script)
         .arg(s.port().to_string())
         .arg(ca)

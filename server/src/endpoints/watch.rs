@@ -22,6 +22,8 @@ use crate::registry::watcher::{WatchEvent, Watcher};
 pub const MAX_WATCH_SECONDS: u64 = 1800;
 /// How often a watch that allows bookmarks gets one.
 const BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
+/// How long before its deadline a watch that allows bookmarks gets a last one.
+const BOOKMARK_BEFORE_DEADLINE: Duration = Duration::from_secs(2);
 
 /// What a watch request asks for.
 pub struct WatchRequest {
@@ -95,11 +97,14 @@ pub async fn serve(
         Err(e) if e.is_expired() => Watcher::failed(res.clone(), e),
         Err(e) => return Err(e),
     };
+    // As kube-apiserver: an unset or zero timeoutSeconds means the server's own timeout.
     let timeout = Duration::from_secs(
         w.timeout_seconds
+            .filter(|t| *t > 0)
             .unwrap_or(MAX_WATCH_SECONDS)
             .min(MAX_WATCH_SECONDS),
     );
+    let deadline = tokio::time::Instant::now() + timeout;
     let content_type = if w.repr == Representation::Protobuf && res.protobuf {
         "application/vnd.kubernetes.protobuf;stream=watch"
     } else {
@@ -114,11 +119,8 @@ pub async fn serve(
     let stream = WatchStream {
         meter,
         initial_end_bookmark: w.send_initial_events && w.allow_bookmarks,
-        bookmarks: w.allow_bookmarks.then(|| {
-            let first = tokio::time::Instant::now() + BOOKMARK_INTERVAL;
-            tokio::time::interval_at(first, BOOKMARK_INTERVAL)
-        }),
-        deadline: Box::pin(tokio::time::sleep(timeout)),
+        bookmarks: w.allow_bookmarks.then(|| BookmarkTimer::new(deadline)),
+        deadline: Box::pin(tokio::time::sleep_until(deadline)),
         shutdown: Box::pin(state.lifecycle.stopped_accepting()),
         encoder: Encoder {
             res,
@@ -158,7 +160,7 @@ struct WatchStream {
     encoder: Encoder,
     /// Send the `k8s.io/initial-events-end` bookmark once the initial events are out.
     initial_end_bookmark: bool,
-    bookmarks: Option<tokio::time::Interval>,
+    bookmarks: Option<BookmarkTimer>,
     deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
     /// Resolves when graceful shutdown stops accepting requests: the watch ends then,
     /// cleanly, as at its timeout (clients re-watch, elsewhere).
@@ -189,7 +191,7 @@ impl WatchStream {
         }
         let bookmarks = async {
             match &mut self.bookmarks {
-                Some(ticker) => ticker.tick().await,
+                Some(timer) => timer.tick().await,
                 None => std::future::pending().await,
             }
         };
@@ -209,6 +211,46 @@ impl WatchStream {
                 }
             },
         }
+    }
+}
+
+/// When a watch that allows bookmarks gets the next one, timed as kube-apiserver's watch
+/// cache times them: every minute, and once shortly before the watch's deadline, so a
+/// client re-watches after the timeout from a recent resourceVersion.
+struct BookmarkTimer {
+    deadline: tokio::time::Instant,
+    next: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl BookmarkTimer {
+    fn new(deadline: tokio::time::Instant) -> Self {
+        let mut timer = BookmarkTimer {
+            deadline,
+            next: None,
+        };
+        timer.schedule();
+        timer
+    }
+
+    /// The next bookmark: a minute from now, or just before the deadline if that comes
+    /// first; none once even that has passed.
+    fn schedule(&mut self) {
+        let now = tokio::time::Instant::now();
+        let before_deadline = self
+            .deadline
+            .checked_sub(BOOKMARK_BEFORE_DEADLINE)
+            .unwrap_or(now);
+        let at = (now + BOOKMARK_INTERVAL).min(before_deadline);
+        self.next = (at > now).then(|| Box::pin(tokio::time::sleep_until(at)));
+    }
+
+    /// Resolves when the next bookmark is due.
+    async fn tick(&mut self) {
+        match &mut self.next {
+            Some(sleep) => sleep.await,
+            None => std::future::pending().await,
+        }
+        self.schedule();
     }
 }
 

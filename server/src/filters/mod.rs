@@ -231,3 +231,48 @@ pub async fn errors_as_status(
         actix_web::ResponseError::error_response(&api),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use actix_web::middleware::from_fn;
+    use actix_web::{test, web, App, HttpResponse};
+
+    /// A handler that panics answers the client 500 InternalError as a Status, and the
+    /// worker that ran it goes on serving.
+    #[actix_web::test]
+    async fn a_panicking_handler_answers_500_internal_error_and_the_worker_serves_on() {
+        let app = test::init_service(
+            App::new()
+                .route(
+                    "/boom",
+                    web::get().to(|| async {
+                        if true {
+                            panic!("on purpose");
+                        }
+                        HttpResponse::Ok().finish()
+                    }),
+                )
+                .route("/fine", web::get().to(HttpResponse::Ok))
+                .wrap(from_fn(super::recover_panics)),
+        )
+        .await;
+        // The error is what actix-web's dispatcher turns into the response.
+        let err = test::try_call_service(&app, test::TestRequest::get().uri("/boom").to_request())
+            .await
+            .expect_err("the panic is answered as an error");
+        let resp = err.error_response();
+        assert_eq!(resp.status(), 500);
+        let body = actix_web::body::to_bytes(resp.into_body()).await.unwrap();
+        let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(status["kind"], "Status");
+        assert_eq!(status["reason"], "InternalError");
+        assert_eq!(status["code"], 500);
+        assert_eq!(
+            status["message"],
+            "Internal error occurred: the server panicked while handling the request"
+        );
+        let resp =
+            test::call_service(&app, test::TestRequest::get().uri("/fine").to_request()).await;
+        assert_eq!(resp.status(), 200);
+    }
+}
