@@ -33,6 +33,11 @@ impl Scrape {
         Scrape(series)
     }
 
+    /// Whether a series `name` without labels is there.
+    pub fn has(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+
     /// The value of `name` with exactly `labels` (0 when the series is absent).
     pub fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
         let mut pairs: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
