@@ -1,7 +1,9 @@
 //! Serving limits: `--request-timeout` answers a request that takes too long with a 504
 //! Status; `--max-mutating-requests-inflight` answers writes beyond the limit with 429
 //! and Retry-After, while reads and watches go on. A request is held open by a client
-//! that sends its headers and then stalls its body, as a slow client would.
+//! that sends its headers and then stalls its body, as a slow client would. Dead clients
+//! are found: HTTP/2 connections that stop answering pings are closed, and TCP keep-alive
+//! probes every connection.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -308,4 +310,106 @@ fn a_rotated_serving_certificate_is_served_without_a_restart() {
         );
     }
     assert!(tls_probe_trusting(&s, &ca_a, "MAXIMUM_SUPPORTED", "").starts_with("refused"));
+}
+
+/// Opens an HTTP/2 connection (preface and SETTINGS), then reads frames without ever
+/// answering a PING; prints `ping <s>` for each PING and `closed <s>` when the server
+/// closes the connection.
+const SILENT_H2_CLIENT: &str = r#"
+import socket, ssl, sys, time
+tls = ssl.create_default_context(cafile=sys.argv[2])
+tls.set_alpn_protocols(["h2"])
+conn = tls.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), server_hostname="127.0.0.1")
+assert conn.selected_alpn_protocol() == "h2", conn.selected_alpn_protocol()
+conn.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+start = time.monotonic()
+buf = b""
+while True:
+    data = conn.recv(65536)
+    if not data:
+        break
+    buf += data
+    while len(buf) >= 9:
+        length = int.from_bytes(buf[0:3], "big")
+        if len(buf) < 9 + length:
+            break
+        kind, flags = buf[3], buf[4]
+        if kind == 6 and not flags & 1:
+            print("ping", round(time.monotonic() - start, 1), flush=True)
+        buf = buf[9 + length:]
+print("closed", round(time.monotonic() - start, 1), flush=True)
+"#;
+
+/// A peer that no longer answers (a host gone, a half-open connection) is found: the
+/// server pings an idle HTTP/2 connection and closes it when no answer comes.
+#[test]
+fn an_http2_connection_that_stops_answering_pings_is_closed() {
+    let s = TestServer::start();
+    let script = s.write_file("silent_h2.py", SILENT_H2_CLIENT);
+    let started = Instant::now();
+    let out = Command::new(apiserver_tests::python_binary())
+        .arg(&script)
+        .arg(s.port().to_string())
+        .arg(s.data_dir().join("certs").join("ca.crt"))
+        .output()
+        .expect("running python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("ping "), "{stdout}");
+    assert!(lines.last().unwrap().starts_with("closed "), "{stdout}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "closed only after {:?}",
+        started.elapsed()
+    );
+}
+
+/// Whether the server's socket of an established connection to `port` has its TCP
+/// keep-alive timer running (`/proc/net/tcp`: state 01, timer 2).
+fn server_connections_with_keepalive(port: u16) -> (usize, usize) {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("reading /proc/net/tcp");
+    let local = format!(":{port:04X}");
+    let mut established = 0;
+    let mut probed = 0;
+    for row in table.lines().skip(1) {
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        if fields[1].ends_with(&local) && fields[3] == "01" {
+            established += 1;
+            if fields[5].starts_with("02:") {
+                probed += 1;
+            }
+        }
+    }
+    (established, probed)
+}
+
+/// Every accepted connection has TCP keep-alive on, so a client host that disappears
+/// without closing is found by the kernel's probes rather than held until a watch's
+/// timeout.
+#[test]
+fn accepted_connections_have_tcp_keepalive() {
+    let s = TestServer::start();
+    let mut watch = s
+        .kubectl_command(&["get", "configmaps", "--watch"])
+        .spawn()
+        .expect("spawning kubectl");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (established, probed) = loop {
+        let counts = server_connections_with_keepalive(s.port());
+        // While data is in flight the retransmission timer shows instead: wait for an
+        // idle moment.
+        if (counts.0 > 0 && counts.0 == counts.1) || Instant::now() > deadline {
+            break counts;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert!(established > 0, "kubectl's connection never showed up");
+    assert_eq!(probed, established, "connections without keep-alive");
 }

@@ -311,9 +311,15 @@ fn audit(opts: &ServerRunOptions) -> Result<Option<web::Data<crate::audit::Audit
     ))))
 }
 
-/// The listening socket. TCP_NODELAY is set on it (accepted connections inherit it):
-/// with Nagle's algorithm a response written as several TLS records waits for the
-/// client's delayed ACK, ~40 ms per request.
+/// How long a connection is idle before TCP keep-alive probes start, and how far apart
+/// they are (Go's net/http server, kube-apiserver's, probes every 15 s).
+const TCP_KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// The listening socket. Accepted connections inherit its options: TCP_NODELAY (with
+/// Nagle's algorithm a response written as several TLS records waits for the client's
+/// delayed ACK, ~40 ms per request), and TCP keep-alive, which finds half-open
+/// connections (a client host gone without closing) that a long watch would otherwise
+/// hold until its timeout. HTTP/2 connections are also pinged (actix-web's keep-alive).
 fn listener(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> {
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(addr),
@@ -322,6 +328,11 @@ fn listener(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener
     )?;
     socket.set_reuse_address(true)?;
     socket.set_tcp_nodelay(true)?;
+    socket.set_tcp_keepalive(
+        &socket2::TcpKeepalive::new()
+            .with_time(TCP_KEEPALIVE)
+            .with_interval(TCP_KEEPALIVE),
+    )?;
     socket.bind(&addr.into())?;
     socket.listen(1024)?;
     Ok(socket.into())
