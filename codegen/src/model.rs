@@ -22,6 +22,7 @@ pub const STRATEGIES: &[&str] = &[
     "RBAC",
     "Secret",
     "Service",
+    "SpecGeneration",
 ];
 
 /// The server's named hooks that answer a create of a kind that is not stored
@@ -30,6 +31,7 @@ pub const STRATEGIES: &[&str] = &[
 /// validated request object and returns the answer.
 pub const CREATE_HOOKS: &[&str] = &[
     "Binding",
+    "Eviction",
     "LocalSubjectAccessReview",
     "SelfSubjectAccessReview",
     "SelfSubjectReview",

@@ -539,3 +539,135 @@ async fn kube_rs_with_k8s_openapi_types_does_crud_and_watch() {
         "{err:?}"
     );
 }
+
+/// `kubectl drain` cordons a node and evicts its pods through `pods/<name>/eviction`
+/// (field-selecting them by `spec.nodeName`); pods elsewhere stay. An eviction of a
+/// running pod respects its PodDisruptionBudget: refused with 429 while the budget's
+/// status does not allow it, allowed (and the disruption recorded) once it does.
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_drain_evicts_a_nodes_pods_and_evictions_respect_disruption_budgets() {
+    let s = TestServer::start();
+    let objects = s.write_file(
+        "node.yaml",
+        "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {name: p1}\nspec: {nodeName: node1, containers: [{name: c, image: nginx}]}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {name: p2}\nspec: {nodeName: node1, containers: [{name: c, image: nginx}]}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {name: elsewhere}\nspec: {nodeName: node2, containers: [{name: c, image: nginx}]}\n",
+    );
+    s.kubectl_ok(&["apply", "-f", objects.to_str().unwrap()]);
+    let on_node1 = s.kubectl_ok(&[
+        "get",
+        "pods",
+        "--field-selector=spec.nodeName=node1",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(on_node1.trim(), "pod/p1\npod/p2");
+    let drained = s.kubectl_ok(&[
+        "drain",
+        "node1",
+        "--force",
+        "--ignore-daemonsets",
+        "--timeout=30s",
+    ]);
+    assert!(drained.contains("pod/p1 evicted"), "{drained}");
+    assert!(drained.contains("pod/p2 evicted"), "{drained}");
+    assert!(drained.contains("node/node1 drained"), "{drained}");
+    assert_eq!(
+        s.kubectl_ok(&["get", "pods", "-o", "name"]).trim(),
+        "pod/elsewhere"
+    );
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "node",
+            "node1",
+            "-o",
+            "jsonpath={.spec.unschedulable}"
+        ]),
+        "true"
+    );
+
+    // A running pod under a budget whose controller has not reported yet.
+    let guarded = s.write_file(
+        "guarded.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: guarded, labels: {app: guarded}}\nspec: {containers: [{name: c, image: nginx}]}\n---\n\
+         apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: budget}\nspec: {minAvailable: 0, selector: {matchLabels: {app: guarded}}}\n",
+    );
+    s.kubectl_ok(&["apply", "-f", guarded.to_str().unwrap()]);
+    s.kubectl_ok(&[
+        "patch",
+        "pod",
+        "guarded",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"phase":"Running"}}"#,
+    ]);
+    // 429s are what is asserted: a client that does not retry them.
+    let client = apiserver_tests::client_without_retries(s.kubeconfig()).await;
+    let evict = || async {
+        apiserver_tests::raw_request(
+            &client,
+            "POST",
+            "/api/v1/namespaces/default/pods/guarded/eviction",
+            Some("application/json"),
+            r#"{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"guarded"}}"#,
+        )
+        .await
+    };
+    let refused = evict().await;
+    assert_eq!(refused.status, 429, "{}", refused.text);
+    assert_eq!(refused.json["reason"], "TooManyRequests");
+    assert_eq!(
+        refused.json["message"],
+        "Cannot evict pod as it would violate the pod's disruption budget."
+    );
+    assert_eq!(
+        refused.json["details"]["causes"][0],
+        json!({"reason": "DisruptionBudget", "message": "The disruption budget budget is still being processed by the server."})
+    );
+    // Its controller says no disruption is allowed.
+    let status = |allowed: u32| {
+        format!(
+            r#"{{"status":{{"observedGeneration":1,"disruptionsAllowed":{allowed},"currentHealthy":1,"desiredHealthy":1,"expectedPods":1}}}}"#
+        )
+    };
+    s.kubectl_ok(&[
+        "patch",
+        "pdb",
+        "budget",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &status(0),
+    ]);
+    let refused = evict().await;
+    assert_eq!(refused.status, 429, "{}", refused.text);
+    assert_eq!(
+        refused.json["details"]["causes"][0]["message"],
+        "The disruption budget budget needs 1 healthy pods and has 1 currently"
+    );
+    // One disruption allowed: the eviction spends it.
+    s.kubectl_ok(&[
+        "patch",
+        "pdb",
+        "budget",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &status(1),
+    ]);
+    let evicted = evict().await;
+    assert_eq!(evicted.status, 201, "{}", evicted.text);
+    assert_eq!(evicted.json["status"], "Success");
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    assert!(pods.get_opt("guarded").await.unwrap().is_none());
+    let budget: Value =
+        serde_json::from_str(&s.kubectl_ok(&["get", "pdb", "budget", "-o", "json"])).unwrap();
+    assert_eq!(budget["status"]["disruptionsAllowed"], 0);
+    assert!(
+        budget["status"]["disruptedPods"]["guarded"].is_string(),
+        "{budget}"
+    );
+}

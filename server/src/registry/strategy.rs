@@ -369,6 +369,9 @@ pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy,
         Some("PodTemplateOwner") => &super::workloads::SPEC_TEMPLATE,
         Some("CronJob") => &super::workloads::JOB_TEMPLATE,
         Some("PodTemplate") => &super::workloads::POD_TEMPLATE,
+        // Built-in kinds whose metadata.generation counts spec changes, as upstream's
+        // strategies for them keep it (PodDisruptionBudget, HPA, Ingress, NetworkPolicy).
+        Some("SpecGeneration") => &DefaultStrategy,
         Some(other) => return Err(format!("the server has no strategy named {other:?}")),
         None if builtin => &PlainCoreStrategy,
         None => &DefaultStrategy,

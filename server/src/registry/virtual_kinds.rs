@@ -54,6 +54,7 @@ pub fn named(name: Option<&str>) -> Result<&'static dyn CreateHook, String> {
         Some("SelfSubjectRulesReview") => &SelfSubjectRulesReview,
         Some("TokenRequest") => &TokenRequest,
         Some("Binding") => &Binding,
+        Some("Eviction") => &super::eviction::Eviction,
         Some(other) => return Err(format!("the server has no create hook named {other:?}")),
         None => return Err("a create-only kind needs a create hook (`strategy`)".into()),
     })
