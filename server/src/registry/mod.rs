@@ -7,6 +7,7 @@ pub mod cacher;
 pub mod cel;
 pub mod codec;
 pub mod config_data;
+pub mod go_json;
 pub mod json_patch;
 pub mod managed_fields;
 pub mod propagation;
