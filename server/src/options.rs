@@ -1081,6 +1081,41 @@ mod tests {
     }
 
     #[test]
+    fn leader_election_flags_are_checked_together_and_only_on_etcd_elect() {
+        let errors = refused(&[
+            "--leader-elect-lease-duration=5s",
+            "--leader-elect-renew-deadline=5s",
+            "--leader-elect-retry-period=0s",
+            "--leader-elect-resource-lock=endpoints",
+        ]);
+        for expected in [
+            "--leader-elect-retry-period must be greater than zero",
+            "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline",
+            "--leader-elect-resource-lock \"endpoints\": only \"leases\" is supported",
+        ] {
+            assert!(
+                errors.iter().any(|e| e == expected),
+                "{expected} in {errors:?}"
+            );
+        }
+        // Not checked when leader election is off.
+        let CommandLine::Serve(off) =
+            command_line(&["--leader-elect=false", "--leader-elect-renew-deadline=1h"]).0
+        else {
+            panic!("--leader-elect=false with any durations must serve");
+        };
+        assert_eq!(off.leader_election(), None);
+        let CommandLine::Serve(embedded) = command_line(&[]).0 else {
+            panic!("the defaults must serve");
+        };
+        assert_eq!(
+            embedded.leader_election(),
+            None,
+            "the embedded store elects no leader"
+        );
+    }
+
+    #[test]
     fn bad_values_of_several_flags_are_all_reported() {
         let errors = refused(&["--secure-port=abc", "--v", "x", "--request-timeout=soon"]);
         assert_eq!(errors.len(), 3, "{errors:?}");

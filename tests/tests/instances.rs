@@ -65,6 +65,14 @@ async fn lease_holder(c: &kube::Client) -> Option<String> {
     lease.spec?.holder_identity.filter(|h| !h.is_empty())
 }
 
+/// The Lease's holder once it is no longer `previous`.
+async fn holder_after(c: &kube::Client, previous: &str) -> String {
+    eventually("another instance holds the Lease", async || {
+        lease_holder(c).await.filter(|h| h != previous)
+    })
+    .await
+}
+
 /// The CA certificate an instance serves with, which its root CA publisher publishes.
 fn ca_of(s: &TestServer) -> String {
     std::fs::read_to_string(s.data_dir().join("certs/ca.crt")).expect("reading the server's CA")
@@ -192,10 +200,7 @@ async fn only_the_lease_holder_runs_the_controllers_and_sigterm_hands_them_over_
     // lease duration (20 s).
     let stopped = Instant::now();
     a.signal("TERM");
-    let holder = eventually("B holds the Lease", async || {
-        lease_holder(&cb).await.filter(|h| *h != ida)
-    })
-    .await;
+    let holder = holder_after(&cb, &ida).await;
     let handover = stopped.elapsed();
     assert_eq!(holder, idb);
     assert!(
@@ -232,10 +237,7 @@ async fn after_sigkill_the_other_instance_takes_over_once_the_lease_expires() {
     let killed = Instant::now();
     a.signal("KILL");
     a.wait_for_exit(DEADLINE).expect("A exited after SIGKILL");
-    let holder = eventually("B holds the Lease", async || {
-        lease_holder(&cb).await.filter(|h| *h != ida)
-    })
-    .await;
+    let holder = holder_after(&cb, &ida).await;
     let takeover = killed.elapsed();
     assert_eq!(holder, idb);
     assert!(
