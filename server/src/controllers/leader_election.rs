@@ -344,6 +344,64 @@ mod tests {
         }
     }
 
+    /// Two candidates for one Lease in one store (the embedded one, in a temp dir).
+    fn candidates(config: &LeaderElectionConfig) -> (tempfile::TempDir, [LeaderElector; 2]) {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = crate::storage::embedded::EmbeddedStorage::open(&dir.path().join("db"))
+            .map(|s| Arc::new(s) as Arc<dyn crate::storage::Storage>)
+            .unwrap();
+        let store = Store::new(crate::storage::ResourceStorages::new(storage, None), false);
+        let catalog = crate::catalog::Catalog::from_definitions(crate::generated::CATALOG).unwrap();
+        let lease = catalog.get("coordination.k8s.io", "v1", "leases").unwrap();
+        let elector =
+            |id: &str| LeaderElector::new(config.clone(), id.into(), store.clone(), lease.clone());
+        (dir, [elector("a"), elector("b")])
+    }
+
+    #[tokio::test]
+    async fn one_candidate_holds_the_lease_until_it_releases_it_or_it_expires() {
+        let config = config(1_000, 800, 100);
+        let (_dir, [mut a, mut b]) = candidates(&config);
+        assert_eq!(a.try_acquire_or_renew().await.unwrap(), Attempt::Held);
+        assert_eq!(
+            b.try_acquire_or_renew().await.unwrap(),
+            Attempt::Other("a".into())
+        );
+        // Renewed, so still held; the renewal keeps the acquire time and transitions.
+        assert_eq!(a.try_acquire_or_renew().await.unwrap(), Attempt::Held);
+        assert_eq!(
+            b.try_acquire_or_renew().await.unwrap(),
+            Attempt::Other("a".into())
+        );
+        // Released: taken at once, one more transition.
+        a.release().await;
+        assert_eq!(b.try_acquire_or_renew().await.unwrap(), Attempt::Held);
+        let lease = b
+            .store
+            .get(&b.lease, Some("kube-system"), "kube-controller-manager");
+        let spec = lease.await.unwrap()["spec"].clone();
+        assert_eq!(
+            (
+                spec["holderIdentity"].as_str(),
+                spec["leaseTransitions"].as_u64()
+            ),
+            (Some("b"), Some(1))
+        );
+        // Not renewed for its duration (1 s, by a's own clock since it saw the change): taken.
+        assert_eq!(
+            a.try_acquire_or_renew().await.unwrap(),
+            Attempt::Other("b".into())
+        );
+        tokio::time::sleep(Duration::from_millis(1_100)).await;
+        assert_eq!(a.try_acquire_or_renew().await.unwrap(), Attempt::Held);
+        // b's next renewal sees a: it stops leading at once.
+        let lost = tokio::time::timeout(Duration::from_secs(5), b.keep_renewing()).await;
+        assert_eq!(
+            lost.unwrap(),
+            "lease kube-system/kube-controller-manager is held by a"
+        );
+    }
+
     #[test]
     fn upstream_defaults_pass_the_checks() {
         assert_eq!(config(15_000, 10_000, 2_000).check(), Vec::<String>::new());
