@@ -8,6 +8,7 @@
 use std::time::{Duration, Instant};
 
 use apiserver_tests::objects::{install_crd, CRONTABS_CRD};
+use apiserver_tests::tables::{header, row};
 use apiserver_tests::TestServer;
 use futures_util::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -188,6 +189,10 @@ async fn only_the_lease_holder_runs_the_controllers_and_sigterm_hands_them_over_
     // instance has a CA of its own, so the published one names the publisher).
     let holder = eventually("A holds the Lease", async || lease_holder(&cb).await).await;
     assert_eq!(holder, ida);
+    // As kubectl shows it on a cluster.
+    let table = b.kubectl_ok(&["get", "lease", "-n", "kube-system"]);
+    assert_eq!(header(&table), ["NAME", "HOLDER", "AGE"]);
+    assert_eq!(row(&table, "kube-controller-manager")[1], ida);
     create_namespace(&cb, "first").await;
     default_service_account(&cb, "first").await;
     let published = eventually("first has kube-root-ca.crt", async || {
