@@ -417,6 +417,47 @@ pub struct ServerRunOptions {
     )]
     pub controllers: Vec<String>,
 
+    /// Start a leader election client and gain leadership (a coordination.k8s.io/v1
+    /// Lease) before running the controllers of --controllers, so that of several
+    /// instances on one etcd one runs them. The embedded store has one instance: there
+    /// they run at once.
+    #[arg(
+        long = "leader-elect",
+        default_value_t = true,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set,
+        help_heading = sections::MISC
+    )]
+    pub leader_elect: bool,
+
+    /// How long after the leader's last observed renewal other candidates wait before
+    /// taking the Lease: the longest a stopped leader goes unreplaced.
+    #[arg(long = "leader-elect-lease-duration", default_value = "15s", value_parser = crate::filters::limits::parse_duration, help_heading = sections::MISC, value_name = "duration")]
+    pub leader_elect_lease_duration: Duration,
+
+    /// How long the leader keeps trying to renew the Lease before it stops leading.
+    /// Must be less than the lease duration.
+    #[arg(long = "leader-elect-renew-deadline", default_value = "10s", value_parser = crate::filters::limits::parse_duration, help_heading = sections::MISC, value_name = "duration")]
+    pub leader_elect_renew_deadline: Duration,
+
+    /// The kind of object leader election locks; only `leases`.
+    #[arg(long = "leader-elect-resource-lock", default_value = "leases", help_heading = sections::MISC, value_name = "string")]
+    pub leader_elect_resource_lock: String,
+
+    /// The name of the Lease leader election uses.
+    #[arg(long = "leader-elect-resource-name", default_value = "kube-controller-manager", help_heading = sections::MISC, value_name = "string")]
+    pub leader_elect_resource_name: String,
+
+    /// The namespace of the Lease leader election uses.
+    #[arg(long = "leader-elect-resource-namespace", default_value = "kube-system", help_heading = sections::MISC, value_name = "string")]
+    pub leader_elect_resource_namespace: String,
+
+    /// The pause between a candidate's tries to take the Lease and between the leader's
+    /// renewals.
+    #[arg(long = "leader-elect-retry-period", default_value = "2s", value_parser = crate::filters::limits::parse_duration, help_heading = sections::MISC, value_name = "duration")]
+    pub leader_elect_retry_period: Duration,
+
     /// The directory of the embedded store; the admin kubeconfig is written beside it.
     /// Not a kube-apiserver flag.
     #[arg(long = "data-dir", default_value = ".apiserver-data", help_heading = sections::MISC, value_name = "string")]
@@ -745,6 +786,15 @@ impl ServerRunOptions {
         if let Err(e) = crate::controllers::Selection::parse(&self.controllers) {
             errors.push(e);
         }
+        if self.leader_elect {
+            errors.extend(self.leader_election_config().check());
+            if self.leader_elect_resource_lock != "leases" {
+                errors.push(format!(
+                    "--leader-elect-resource-lock {:?}: only \"leases\" is supported",
+                    self.leader_elect_resource_lock
+                ));
+            }
+        }
         if let Err(e) = self.audit_config() {
             errors.extend(e);
         }
@@ -757,6 +807,25 @@ impl ServerRunOptions {
             ));
         }
         errors
+    }
+
+    /// Leader election for the controllers: `None` with `--leader-elect=false` and on the
+    /// embedded store, which only one instance can open.
+    pub fn leader_election(
+        &self,
+    ) -> Option<crate::controllers::leader_election::LeaderElectionConfig> {
+        let on_etcd = self.etcd_servers.iter().any(|s| !s.is_empty());
+        (self.leader_elect && on_etcd).then(|| self.leader_election_config())
+    }
+
+    fn leader_election_config(&self) -> crate::controllers::leader_election::LeaderElectionConfig {
+        crate::controllers::leader_election::LeaderElectionConfig {
+            lease_duration: self.leader_elect_lease_duration,
+            renew_deadline: self.leader_elect_renew_deadline,
+            retry_period: self.leader_elect_retry_period,
+            namespace: self.leader_elect_resource_namespace.clone(),
+            name: self.leader_elect_resource_name.clone(),
+        }
     }
 
     fn validate_auth(&self, errors: &mut Vec<String>) {
@@ -1009,6 +1078,41 @@ mod tests {
             CommandLine::Refuse(errors) => errors,
             other => panic!("{args:?} must be refused, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn leader_election_flags_are_checked_together_and_only_on_etcd_elect() {
+        let errors = refused(&[
+            "--leader-elect-lease-duration=5s",
+            "--leader-elect-renew-deadline=5s",
+            "--leader-elect-retry-period=0s",
+            "--leader-elect-resource-lock=endpoints",
+        ]);
+        for expected in [
+            "--leader-elect-retry-period must be greater than zero",
+            "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline",
+            "--leader-elect-resource-lock \"endpoints\": only \"leases\" is supported",
+        ] {
+            assert!(
+                errors.iter().any(|e| e == expected),
+                "{expected} in {errors:?}"
+            );
+        }
+        // Not checked when leader election is off.
+        let CommandLine::Serve(off) =
+            command_line(&["--leader-elect=false", "--leader-elect-renew-deadline=1h"]).0
+        else {
+            panic!("--leader-elect=false with any durations must serve");
+        };
+        assert_eq!(off.leader_election(), None);
+        let CommandLine::Serve(embedded) = command_line(&[]).0 else {
+            panic!("the defaults must serve");
+        };
+        assert_eq!(
+            embedded.leader_election(),
+            None,
+            "the embedded store elects no leader"
+        );
     }
 
     #[test]

@@ -370,6 +370,36 @@ impl TestServer {
         )
     }
 
+    /// Starts another instance on this server's etcd (its own data directory, port and
+    /// serving certificate), with `flags`. It does not own the etcd: stopping this server
+    /// stops the etcd too, so stop the other instance first or keep this one running.
+    ///
+    /// # Panics
+    ///
+    /// When this server runs on the embedded store, or as [`TestServer::start`].
+    pub fn start_beside(&self, flags: &[&str]) -> TestServer {
+        let etcd = self
+            .etcd
+            .as_ref()
+            .expect("a second instance needs the first on etcd (TestServer::start_on_etcd)");
+        let dir = TempDir::with_prefix("apiserver-test-").expect("creating a temporary dir");
+        let mut args = vec![format!("--etcd-servers={}", etcd.endpoint())];
+        args.extend(flags.iter().map(|f| f.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Self::launch(DataDir::Owned(dir), None, &args)
+    }
+
+    /// Starts a server on etcd (its own) with extra flags, whatever
+    /// `APISERVER_TEST_STORAGE` says.
+    ///
+    /// # Panics
+    ///
+    /// As [`TestServer::start_on_etcd`].
+    pub fn start_on_etcd_with_flags(flags: &[&str]) -> TestServer {
+        let dir = TempDir::with_prefix("apiserver-test-").expect("creating a temporary dir");
+        Self::launch(DataDir::Owned(dir), Some(Etcd::start()), flags)
+    }
+
     fn launch(data_dir: DataDir, etcd: Option<Etcd>, flags: &[&str]) -> TestServer {
         let bin = server_binary();
         let scratch = TempDir::with_prefix("apiserver-test-scratch-").expect("creating a temp dir");
@@ -378,6 +408,13 @@ impl TestServer {
             None => Vec::new(),
         };
         storage_args.extend(flags.iter().map(|f| f.to_string()));
+        // One server on etcd runs its controllers at once, as on the embedded store: with
+        // leader election a restarted server (a new identity) would wait for its killed
+        // predecessor's Lease to expire. Tests of several instances ask for it.
+        let on_etcd = storage_args.iter().any(|a| a.starts_with("--etcd-servers"));
+        if on_etcd && !storage_args.iter().any(|a| a.starts_with("--leader-elect")) {
+            storage_args.push("--leader-elect=false".into());
+        }
         let mut last_failure = String::new();
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port();
@@ -405,9 +442,13 @@ impl TestServer {
 
     /// Which storage this server runs on.
     pub fn backend(&self) -> Backend {
-        match self.etcd {
-            Some(_) => Backend::Etcd,
-            None => Backend::Embedded,
+        let on_etcd = self
+            .storage_args
+            .iter()
+            .any(|a| a.starts_with("--etcd-servers"));
+        match on_etcd {
+            true => Backend::Etcd,
+            false => Backend::Embedded,
         }
     }
 

@@ -267,7 +267,7 @@ async fn odd_requests_are_client_errors_not_500() {
             "/api/v1/namespaces/default/secrets".into(),
             JSON,
             br#"{"metadata":{"name":"s"},"data":{"k":"not base64!"}}"#.to_vec(),
-            422,
+            400,
         ),
         (
             "POST",

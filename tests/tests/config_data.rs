@@ -1,7 +1,7 @@
 //! What kube-apiserver enforces on ConfigMap and Secret data, as kubectl users meet it:
 //! key names, keys in both `data` and `binaryData`, the 1 MiB limit, the keys each Secret
-//! type needs, immutable objects and a Secret's `type`; and `/version` with or without
-//! its trailing slash.
+//! type needs, bad base64 (a decoding error), immutable objects and a Secret's `type`;
+//! and `/version` with or without its trailing slash.
 
 use apiserver_tests::TestServer;
 
@@ -102,7 +102,21 @@ fn secrets_need_their_types_keys_keep_their_type_and_refuse_changes_once_immutab
     );
     assert_mentions(
         &err,
-        &[r#"data[.dockerconfigjson]: Invalid value: "<secret contents redacted>""#],
+        &[
+            r#"data[.dockerconfigjson]: Invalid value: "<secret contents redacted>": invalid character 'o' in literal null (expecting 'u')"#,
+        ],
+    );
+    // Bad base64 is a decoding error, as Go's JSON decoder reports it.
+    let err = create_err(
+        &s,
+        r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"b64"},"data":{"k":"not*base64"}}"#,
+    );
+    assert_mentions(
+        &err,
+        &[
+            "Error from server (BadRequest)",
+            r#"Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 3"#,
+        ],
     );
     let err = create_err(
         &s,

@@ -1,6 +1,7 @@
 //! API machinery types shared by every handler: `Status` errors, object metadata,
 //! query options and selectors.
 
+pub mod byte_fields;
 pub mod meta;
 pub mod options;
 pub mod selectors;

@@ -20,6 +20,8 @@ use crate::catalog::{ApiResource, Catalog};
 use crate::registry::store::{Store, WatchStart};
 use crate::registry::watcher::StoredChange;
 
+use super::scope::Scope;
+
 /// Expired Events deleted per tick at most (the rest wait for the next tick).
 const PER_TICK: usize = 500;
 /// The longest wait between ticks; ticks come sooner when a deadline is sooner.
@@ -73,20 +75,20 @@ impl Deadlines {
     }
 }
 
-/// Runs the expiry until the process ends (nothing for kinds that are not served).
-pub fn spawn(catalog: &Catalog, store: Store, ttl: Duration) {
+/// Runs the expiry until `scope` stops (nothing for kinds that are not served).
+pub fn spawn(catalog: &Catalog, store: Store, ttl: Duration, scope: &Scope) {
     let kinds: Vec<Arc<ApiResource>> = EVENT_KINDS
         .iter()
         .filter_map(|(g, v, p)| catalog.get(g, v, p))
         .collect();
     let deadlines = Arc::new(Mutex::new(Deadlines::default()));
     for (index, res) in kinds.iter().enumerate() {
-        crate::panics::spawn(
+        scope.spawn(
             "event TTL watch",
             follow(store.clone(), res.clone(), index, ttl, deadlines.clone()),
         );
     }
-    crate::panics::spawn("event TTL", async move {
+    scope.spawn("event TTL", async move {
         loop {
             let now = Instant::now();
             let due = lock(&deadlines).expired(now, PER_TICK);

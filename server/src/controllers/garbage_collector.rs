@@ -28,6 +28,7 @@ use crate::registry::store::{Store, Target, WatchStart, WriteContext};
 use crate::registry::watcher::StoredChange;
 
 use super::queue::WorkQueue;
+use super::scope::Scope;
 
 /// The field manager of the collector's writes, as upstream's.
 const MANAGER: &str = "generic-garbage-collector";
@@ -38,11 +39,12 @@ const WORKERS: usize = 4;
 /// How long a failed examination waits before it is tried again.
 const RETRY: Duration = Duration::from_secs(1);
 
-/// Runs the collector until the process ends.
-pub fn spawn(catalog: Arc<Catalog>, store: Store) {
+/// Runs the collector until `scope` stops.
+pub fn spawn(catalog: Arc<Catalog>, store: Store, scope: &Scope) {
     let gc = Arc::new(Collector {
         catalog: catalog.clone(),
         store,
+        scope: scope.clone(),
         graph: Mutex::default(),
         queue: WorkQueue::default(),
         followed: Mutex::default(),
@@ -50,10 +52,14 @@ pub fn spawn(catalog: Arc<Catalog>, store: Store) {
     for res in catalog.all() {
         gc.follow(res);
     }
-    let this = gc.clone();
+    // Weak: once the scope's tasks have ended (leadership lost) the collector goes, and
+    // this observer, which the catalog keeps, does nothing.
+    let this = Arc::downgrade(&gc);
     let runtime = tokio::runtime::Handle::current();
     catalog.subscribe(Box::new(move |change| {
-        let this = this.clone();
+        let Some(this) = this.upgrade().filter(|c| !c.scope.is_stopped()) else {
+            return;
+        };
         let change = change.clone();
         runtime.spawn(async move {
             match change {
@@ -64,14 +70,15 @@ pub fn spawn(catalog: Arc<Catalog>, store: Store) {
     }));
     for _ in 0..WORKERS {
         let gc = gc.clone();
-        crate::panics::spawn("garbage collector worker", async move {
+        let retries = scope.clone();
+        scope.spawn("garbage collector worker", async move {
             loop {
                 let uid = gc.queue.take().await;
                 if let Err(e) = gc.process(&uid).await {
                     tracing::debug!(uid, error = %e, "garbage collector: will retry");
                     let gc = gc.clone();
                     let again = uid.clone();
-                    crate::panics::spawn("garbage collector retry", async move {
+                    retries.spawn("garbage collector retry", async move {
                         tokio::time::sleep(RETRY).await;
                         gc.queue.add(again);
                     });
@@ -260,6 +267,8 @@ struct Collector {
     store: Store,
     graph: Mutex<Graph>,
     queue: WorkQueue,
+    /// Where its tasks run.
+    scope: Scope,
     /// The storage prefix of each followed kind, and its watch task.
     followed: Mutex<HashMap<String, tokio::task::JoinHandle<()>>>,
 }
@@ -283,7 +292,7 @@ impl Collector {
         let this = self.clone();
         followed.insert(
             prefix,
-            crate::panics::spawn(
+            self.scope.spawn(
                 "garbage collector watch",
                 async move { this.watch(res).await },
             ),

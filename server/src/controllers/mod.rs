@@ -4,11 +4,13 @@ pub mod crd;
 pub mod definitions;
 pub mod event_ttl;
 pub mod garbage_collector;
+pub mod leader_election;
 pub mod namespace;
 pub mod per_namespace;
 pub mod queue;
 pub mod rbac;
 pub mod root_ca;
+pub mod scope;
 pub mod serviceaccount;
 
 use std::sync::Arc;
@@ -18,9 +20,10 @@ use tokio::sync::Notify;
 
 use crate::api::options::{ListOptions, ReadAt};
 use crate::api::selectors::{FieldSelector, LabelSelector};
-use crate::catalog::ApiResource;
+use crate::catalog::{ApiResource, Catalog};
 use crate::registry::store::WatchStart;
 use crate::registry::Store;
+use scope::Scope;
 
 /// The controllers `--controllers` names, with the older names kube-controller-manager
 /// still accepts for them.
@@ -82,6 +85,48 @@ impl Selection {
     /// Whether the controller named `name` (its current name) runs.
     pub fn runs(&self, name: &str) -> bool {
         self.enabled.contains(&name)
+    }
+}
+
+/// The controllers kube-controller-manager runs upstream, which run on one instance at a
+/// time (the leader, when several share one etcd): the garbage collector, namespace
+/// deletion, the `default` ServiceAccount, the root CA publisher and the Events TTL.
+pub struct ControllerManager {
+    pub catalog: Arc<Catalog>,
+    pub store: Store,
+    /// Which of them `--controllers` selects (the Events TTL always runs).
+    pub selection: Selection,
+    /// The CA the root CA publisher publishes.
+    pub root_ca_pem: String,
+    /// `--event-ttl`.
+    pub event_ttl: Duration,
+}
+
+impl ControllerManager {
+    /// Starts the selected controllers; they run until `scope` stops.
+    pub fn start(&self, scope: &Scope) {
+        let (catalog, store) = (&self.catalog, &self.store);
+        if self.selection.runs("namespace-controller") {
+            namespace::spawn(catalog.clone(), store.clone(), scope);
+        }
+        if self.selection.runs("garbage-collector-controller") {
+            garbage_collector::spawn(catalog.clone(), store.clone(), scope);
+        }
+        // Not a selectable controller: upstream's storage expires Events whatever runs.
+        event_ttl::spawn(catalog, store.clone(), self.event_ttl, scope);
+        if self.selection.runs("serviceaccount-controller") {
+            let accounts = serviceaccount::ServiceAccounts;
+            per_namespace::spawn(catalog, store.clone(), accounts, scope);
+        }
+        if self
+            .selection
+            .runs("root-ca-certificate-publisher-controller")
+        {
+            let publisher = root_ca::RootCaPublisher {
+                ca_pem: self.root_ca_pem.clone(),
+            };
+            per_namespace::spawn(catalog, store.clone(), publisher, scope);
+        }
     }
 }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::scope::Scope;
 use crate::api::options::DeleteOptions;
 use crate::api::options::ListOptions;
 use crate::api::ApiError;
@@ -16,9 +17,9 @@ use crate::registry::store::{Store, Target, WriteContext};
 /// How often Terminating namespaces are re-examined.
 const RESYNC: Duration = Duration::from_millis(500);
 
-/// Runs the controller until the process ends.
-pub fn spawn(catalog: Arc<Catalog>, store: Store) {
-    crate::panics::spawn("namespace controller", async move {
+/// Runs the controller until `scope` stops.
+pub fn spawn(catalog: Arc<Catalog>, store: Store, scope: &Scope) {
+    scope.spawn("namespace controller", async move {
         loop {
             if let Err(e) = sync_all(&catalog, &store).await {
                 tracing::warn!(error = %e, "namespace controller");

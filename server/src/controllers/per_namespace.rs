@@ -15,6 +15,7 @@ use crate::catalog::{ApiResource, Catalog};
 use crate::registry::store::{Store, Target, WatchStart, WriteContext};
 
 use super::queue::WorkQueue;
+use super::scope::Scope;
 
 /// How long a namespace whose sync failed waits before it is tried again.
 const RETRY: Duration = Duration::from_secs(1);
@@ -35,8 +36,8 @@ pub trait PerNamespace: Send + Sync + 'static {
     }
 }
 
-/// Runs `controller` until the process ends (nothing when the kinds are not served).
-pub fn spawn<C: PerNamespace>(catalog: &Catalog, store: Store, controller: C) {
+/// Runs `controller` until `scope` stops (nothing when the kinds are not served).
+pub fn spawn<C: PerNamespace>(catalog: &Catalog, store: Store, controller: C, scope: &Scope) {
     let (group, version, plural) = controller.resource();
     let (Some(namespaces), Some(res)) = (
         catalog.get("", "v1", "namespaces"),
@@ -57,24 +58,25 @@ pub fn spawn<C: PerNamespace>(catalog: &Catalog, store: Store, controller: C) {
     });
     let mut named = FieldSelector::default();
     named.require_name(this.controller.name());
-    crate::panics::spawn(
+    scope.spawn(
         "per-namespace controller: namespaces",
         this.clone()
             .enqueue_from(namespaces, FieldSelector::default()),
     );
     let res = this.res.clone();
-    crate::panics::spawn(
+    scope.spawn(
         "per-namespace controller: objects",
         this.clone().enqueue_from(res, named),
     );
-    crate::panics::spawn("per-namespace controller: worker", async move {
+    let retries = scope.clone();
+    scope.spawn("per-namespace controller: worker", async move {
         loop {
             let ns = this.queue.take().await;
             if let Err(e) = this.sync(&ns).await {
                 tracing::debug!(controller = this.controller.controller(), namespace = ns, error = %e, "will retry");
                 let again = this.clone();
                 let ns = ns.clone();
-                crate::panics::spawn("per-namespace controller retry", async move {
+                retries.spawn("per-namespace controller retry", async move {
                     tokio::time::sleep(RETRY).await;
                     again.queue.add(ns);
                 });

@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::api::options::DeleteOptions;
+use crate::api::ApiError;
 use crate::auth::authz::RbacAuthorizer;
 use crate::auth::rbac::{self, bootstrap, RbacIndex};
 use crate::catalog::{ApiResource, Catalog};
@@ -81,8 +82,27 @@ async fn reconcile_bootstrap(store: &Store, kinds: &Kinds) -> Result<(), String>
         .collect()
 }
 
-/// Reconciles one bootstrap object with what is stored.
+/// Reconciles one bootstrap object with what is stored, again on what another instance
+/// wrote when both start together (their writes race: already exists, conflict).
 async fn reconcile_one(store: &Store, res: &ApiResource, wanted: Value) -> Result<(), String> {
+    const ATTEMPTS: usize = 5;
+    let mut attempt = 1;
+    loop {
+        match reconcile_once(store, res, wanted.clone()).await {
+            Err(e) if (e.is_already_exists() || e.is_conflict()) && attempt < ATTEMPTS => {
+                attempt += 1;
+            }
+            done => return done.map_err(|e| reconcile_error(res, &wanted, e)),
+        }
+    }
+}
+
+fn reconcile_error(res: &ApiResource, wanted: &Value, e: ApiError) -> String {
+    let name = wanted["metadata"]["name"].as_str().unwrap_or_default();
+    format!("reconciling {} {name}: {e}", res.def.plural)
+}
+
+async fn reconcile_once(store: &Store, res: &ApiResource, wanted: Value) -> Result<(), ApiError> {
     let name = wanted["metadata"]["name"]
         .as_str()
         .unwrap_or_default()
@@ -92,7 +112,7 @@ async fn reconcile_one(store: &Store, res: &ApiResource, wanted: Value) -> Resul
     let existing = match store.get(res, ns, &name).await {
         Ok(obj) => Some(obj),
         Err(e) if e.is_not_found() => None,
-        Err(e) => return Err(format!("reading {} {name}: {e}", res.def.plural)),
+        Err(e) => return Err(e),
     };
     let Some(change) = bootstrap::reconcile(existing.as_ref(), &wanted) else {
         return Ok(());
@@ -113,9 +133,7 @@ async fn reconcile_one(store: &Store, res: &ApiResource, wanted: Value) -> Resul
             store.create(res, ns, change.object, &ctx).await
         }
     };
-    written
-        .map(|_| ())
-        .map_err(|e| format!("reconciling {} {name}: {e}", res.def.plural))
+    written.map(|_| ())
 }
 
 async fn list(store: &Store, res: &ApiResource) -> Result<Vec<Value>, String> {

@@ -101,12 +101,16 @@ pub fn decode_body(req: &HttpRequest, body: &[u8], res: &ApiResource) -> Result<
         ));
     }
     check_type_meta(&value, res)?;
-    check_meta_types(&value).map_err(|why| {
-        ApiError::bad_request(format!(
+    let bad_bytes = || match res.builtin() {
+        true => crate::api::byte_fields::first_illegal_base64(&value, &res.schema),
+        false => None,
+    };
+    if let Some(why) = check_meta_types(&value).err().or_else(bad_bytes) {
+        return Err(ApiError::bad_request(format!(
             "{} in version \"{}\" cannot be handled as a {}: {why}",
             res.def.kind, res.def.version, res.def.kind
-        ))
-    })?;
+        )));
+    }
     Ok(with_type_meta(value, res))
 }
 

@@ -158,11 +158,11 @@ fn docker_config(
         return;
     }
     let bytes = value(key).unwrap_or_default();
-    if let Err(e) = serde_json::from_slice::<Map<String, Value>>(&bytes) {
+    if let Some(e) = super::go_json::object_error(&bytes) {
         causes.push(StatusCause::invalid(
             &format!("data[{key}]"),
             "<secret contents redacted>",
-            &e.to_string(),
+            &e,
         ));
     }
 }
@@ -249,6 +249,9 @@ mod tests {
         let causes = validate_secret(&docker);
         assert_eq!(causes.len(), 1);
         assert_eq!(causes[0].field, "data[.dockerconfigjson]");
+        assert!(causes[0]
+            .message
+            .ends_with(": invalid character 'o' in literal null (expecting 'u')"));
         let basic = json!({ "type": "kubernetes.io/basic-auth", "data": { "password": "" } });
         assert!(validate_secret(&basic).is_empty());
         let ssh = json!({ "type": "kubernetes.io/ssh-auth" });

@@ -24,7 +24,8 @@ use crate::endpoints::ApiState;
 #[derive(Debug, Default)]
 pub struct Hooks {
     hooks: RwLock<Vec<(&'static str, Arc<AtomicBool>)>>,
-    shutting_down: AtomicBool,
+    /// A channel rather than a flag: the leader elector waits on it to let its lease go.
+    shutting_down: tokio::sync::watch::Sender<bool>,
 }
 
 impl Hooks {
@@ -45,7 +46,14 @@ impl Hooks {
 
     /// From now on `/readyz` fails its `shutdown` check.
     pub fn shut_down(&self) {
-        self.shutting_down.store(true, Ordering::Release);
+        self.shutting_down.send_replace(true);
+    }
+
+    /// Resolves once shutdown has begun (SIGTERM or SIGINT).
+    pub async fn shutdown_initiated(&self) {
+        let mut rx = self.shutting_down.subscribe();
+        // The sender lives as long as `self`, which this borrow keeps alive.
+        let _ = rx.wait_for(|s| *s).await;
     }
 
     fn snapshot(&self) -> Vec<(&'static str, Arc<AtomicBool>)> {
@@ -138,7 +146,7 @@ impl Runner<'_> {
                 true => Ok(()),
                 false => Err("not finished".into()),
             },
-            Check::Shutdown => match self.hooks.shutting_down.load(Ordering::Acquire) {
+            Check::Shutdown => match *self.hooks.shutting_down.borrow() {
                 true => Err("process is shutting down".into()),
                 false => Ok(()),
             },

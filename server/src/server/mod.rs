@@ -145,25 +145,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         crate::controllers::rbac::start(catalog.clone(), state.store.clone(), rbac).await?;
         bootstrapped.store(true, std::sync::atomic::Ordering::Release);
     }
-    let controllers = crate::controllers::Selection::parse(&opts.controllers)?;
-    if controllers.runs("namespace-controller") {
-        crate::controllers::namespace::spawn(catalog.clone(), state.store.clone());
-    }
-    if controllers.runs("garbage-collector-controller") {
-        crate::controllers::garbage_collector::spawn(catalog.clone(), state.store.clone());
-    }
-    // Not a selectable controller: upstream's storage expires Events whatever runs.
-    crate::controllers::event_ttl::spawn(&catalog, state.store.clone(), opts.event_ttl);
-    if controllers.runs("serviceaccount-controller") {
-        let accounts = crate::controllers::serviceaccount::ServiceAccounts;
-        crate::controllers::per_namespace::spawn(&catalog, state.store.clone(), accounts);
-    }
-    if controllers.runs("root-ca-certificate-publisher-controller") {
-        let publisher = crate::controllers::root_ca::RootCaPublisher {
-            ca_pem: cert.ca_pem.clone(),
-        };
-        crate::controllers::per_namespace::spawn(&catalog, state.store.clone(), publisher);
-    }
+    let elector = controller_manager(&opts, &state, &cert.ca_pem)?;
     crate::controllers::crd::spawn(
         catalog.clone(),
         state.store.clone(),
@@ -257,10 +239,55 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         served = &mut server => served.map_err(|e| e.to_string())?,
         () = graceful => lifecycle::connections_closed(&mut server).await,
     }
+    // A held Lease is released (at shutdown's start) before storage closes.
+    if let Some(elector) = elector {
+        let _ = tokio::time::timeout(LEASE_RELEASE_WAIT, elector).await;
+    }
     // Nothing is served any more: storage is closed last.
     state.storage.close().await;
     tracing::info!("[graceful-termination] apiserver is exiting");
     Ok(())
+}
+
+/// How long shutdown waits for the leader elector to release its Lease.
+const LEASE_RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Starts kube-controller-manager's controllers: at once on the embedded store (one
+/// instance serves it) or with `--leader-elect=false`, else whenever this instance
+/// holds the leader Lease. Returns the elector's task, which ends at shutdown once the
+/// Lease is released.
+fn controller_manager(
+    opts: &ServerRunOptions,
+    state: &ApiState,
+    ca_pem: &str,
+) -> Result<Option<tokio::task::JoinHandle<()>>, String> {
+    use crate::controllers::{leader_election, scope::Scope, ControllerManager};
+    let manager = ControllerManager {
+        catalog: state.catalog.clone(),
+        store: state.store.clone(),
+        selection: crate::controllers::Selection::parse(&opts.controllers)?,
+        root_ca_pem: ca_pem.to_string(),
+        event_ttl: opts.event_ttl,
+    };
+    let Some(config) = opts.leader_election() else {
+        manager.start(&Scope::forever());
+        return Ok(None);
+    };
+    let lease = state
+        .catalog
+        .get("coordination.k8s.io", "v1", "leases")
+        .ok_or("--leader-elect needs the coordination.k8s.io/v1 Lease kind")?;
+    let elector = leader_election::LeaderElector::new(
+        config,
+        leader_election::identity(),
+        state.store.clone(),
+        lease,
+    );
+    let hooks = state.hooks.clone();
+    Ok(Some(crate::panics::spawn(
+        "leader election",
+        elector.run(hooks, move |scope| manager.start(scope)),
+    )))
 }
 
 /// The admission chain of the plugins the flags select, their configuration followed
@@ -417,7 +444,20 @@ async fn kubernetes_service(
             Err(e) if e.is_not_found() => {
                 match state.store.create(&res, Some("default"), obj, &ctx).await {
                     Ok(_) => continue,
-                    Err(e) if e.is_already_exists() => continue,
+                    // Another instance starting at the same time created it first (its
+                    // Service may also be refused for the address that one just took).
+                    Err(e)
+                        if state
+                            .store
+                            .get(&res, Some("default"), "kubernetes")
+                            .await
+                            .is_ok() =>
+                    {
+                        tracing::debug!(
+                            "{resource} default/kubernetes: created by another instance ({e})"
+                        );
+                        continue;
+                    }
                     Err(e) => return Err(fail(e)),
                 }
             }
@@ -434,7 +474,7 @@ async fn kubernetes_service(
                     updated[f] = v.clone();
                 }
             }
-            state
+            let written = state
                 .store
                 .update(
                     &res,
@@ -444,8 +484,14 @@ async fn kubernetes_service(
                     crate::registry::store::Target::Main,
                     &ctx,
                 )
-                .await
-                .map_err(fail)?;
+                .await;
+            match written {
+                // Another instance starting now rewrote it to point at itself.
+                Err(e) if e.is_conflict() => {}
+                other => {
+                    other.map_err(fail)?;
+                }
+            }
         }
     }
     Ok(())

@@ -187,7 +187,14 @@ impl EmbeddedStorage {
     /// Opens (or creates) the store at `path`. Watch history starts at the revision found
     /// on disk: watches from before a restart get 410 and re-list, as after compaction.
     pub fn open(path: &Path) -> Result<Self, StorageError> {
-        let db = Database::create(path).map_err(internal)?;
+        let db = Database::create(path).map_err(|e| match e {
+            // redb locks the file: a second process on the same data directory.
+            redb::DatabaseError::DatabaseAlreadyOpen => internal(
+                "it is open in another process: the embedded store serves one instance; \
+                 run several instances on one etcd (--etcd-servers) instead",
+            ),
+            e => internal(e),
+        })?;
         let tx = db.begin_write().map_err(internal)?;
         let revision;
         {

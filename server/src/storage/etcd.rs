@@ -51,6 +51,8 @@ const WATCHER_BUFFER: usize = 1024;
 #[derive(Clone)]
 pub struct EtcdStorage {
     client: Client,
+    /// The endpoints the client balances over, taken out of it at [`Storage::close`].
+    servers: Vec<String>,
     /// What replaces `/registry` in every key, without a trailing slash (`""` = the root).
     root: Arc<str>,
     /// Whether etcd sends requested progress notifications in order with watch events
@@ -243,6 +245,7 @@ impl EtcdStorage {
             .map_err(|e| internal(format!("etcd client: {e}")))?;
         Ok(EtcdStorage {
             client,
+            servers: config.servers.clone(),
             root: normalize_prefix(&config.prefix).into(),
             ordered_progress: Default::default(),
         })
@@ -686,6 +689,18 @@ impl Storage for EtcdStorage {
             Ok(_) | Err(StorageError::Expired { .. }) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+
+    /// Takes every endpoint out of the client's balanced channel: its connections to
+    /// etcd close now (etcd cancels this server's watches at once) rather than with the
+    /// process; later calls fail.
+    async fn close(&self) {
+        for server in &self.servers {
+            if let Err(e) = self.client.remove_endpoint(server).await {
+                tracing::debug!(server, error = %e, "closing the etcd client");
+            }
+        }
+        tracing::info!("closed the etcd client");
     }
 
     async fn health(&self) -> Result<(), StorageError> {

@@ -262,9 +262,8 @@ pub trait Storage: Send + Sync + 'static {
     /// nothing; compacting beyond the current revision fails.
     async fn compact(&self, revision: u64) -> Result<(), StorageError>;
     /// Closes the backend at the end of graceful shutdown, once nothing is served:
-    /// queued writes are committed, later calls fail. The default does nothing: etcd
-    /// has committed every write it acknowledged, and its connections close with the
-    /// process.
+    /// queued writes are committed (the embedded store), connections closed (etcd);
+    /// later calls fail. The default does nothing.
     async fn close(&self) {}
     /// Whether the backend answers, within a short time; `/readyz` and `/healthz` report it.
     async fn health(&self) -> Result<(), StorageError> {
