@@ -21,7 +21,8 @@ use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
 
 use crate::endpoints::request_info::RequestInfo;
@@ -64,6 +65,9 @@ pub struct Metrics {
     etcd_duration: HistogramVec,
     etcd_requests: IntCounterVec,
     etcd_errors: IntCounterVec,
+    /// `etcd_current_revision_requests_total` and `etcd_current_revision_callers_total`.
+    revision_requests: IntCounter,
+    revision_callers: IntCounter,
 }
 
 /// The process-wide metrics.
@@ -74,6 +78,14 @@ pub fn metrics() -> &'static Metrics {
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
     let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric definition");
+    registry
+        .register(Box::new(c.clone()))
+        .expect("registered once");
+    c
+}
+
+fn plain_counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
+    let c = IntCounter::new(name, help).expect("valid metric definition");
     registry
         .register(Box::new(c.clone()))
         .expect("registered once");
@@ -218,8 +230,29 @@ impl Metrics {
                 "Etcd failed request counts for each operation and object type.",
                 &["operation", "group", "resource"],
             ),
+            revision_requests: plain_counter(
+                &r,
+                "etcd_current_revision_requests_total",
+                "Requests made to etcd for its current revision (consistent reads served by \
+                 the watch cache wait for one; concurrent callers share one).",
+            ),
+            revision_callers: plain_counter(
+                &r,
+                "etcd_current_revision_callers_total",
+                "Callers that needed etcd's current revision, consistent reads among them.",
+            ),
             registry: r,
         }
+    }
+
+    /// One request to etcd for its current revision.
+    pub fn etcd_revision_request(&self) {
+        self.revision_requests.inc();
+    }
+
+    /// One caller of etcd's current revision (served by a request of its own or shared).
+    pub fn etcd_revision_caller(&self) {
+        self.revision_callers.inc();
     }
 
     /// Records one storage call of `resource` in `group` that began at `start`.

@@ -470,6 +470,33 @@ pub struct ServerRunOptions {
     #[arg(long = "definitions-dir", value_name = "DIR", help_heading = sections::MISC)]
     pub definitions_dir: Option<PathBuf>,
 
+    /// With --etcd-servers: consistent reads served by the watch cache share requests for
+    /// etcd's current revision (each takes the first that started after it arrived);
+    /// false makes one request per read. Not a kube-apiserver flag.
+    #[arg(
+        long = "etcd-coalesce-revision-requests",
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set,
+        value_name = "bool",
+        help_heading = sections::MISC
+    )]
+    pub etcd_coalesce_revision_requests: Option<bool>,
+
+    /// With --etcd-servers: whether etcd's watch progress notifications come in order
+    /// with its events, which lets the watch cache answer consistent reads. `auto`
+    /// decides from etcd's version (ordered from 3.4.31 and 3.5.13); `ordered` trusts an
+    /// older build known to carry the fix (on one without it a consistent read may miss
+    /// a recent write); `unordered` sends every consistent read to etcd. Not a
+    /// kube-apiserver flag.
+    #[arg(
+        long = "etcd-watch-progress",
+        value_parser = ["auto", "ordered", "unordered"],
+        value_name = "auto|ordered|unordered",
+        help_heading = sections::MISC
+    )]
+    pub etcd_watch_progress: Option<String>,
+
     /// Where to write the admin kubeconfig. Defaults to <data-dir>/admin.kubeconfig.
     /// Not a kube-apiserver flag.
     #[arg(long = "kubeconfig-out", help_heading = sections::MISC, value_name = "string")]
@@ -901,6 +928,11 @@ impl ServerRunOptions {
                 ("--etcd-cafile", self.etcd_cafile.is_some()),
                 ("--etcd-certfile", self.etcd_certfile.is_some()),
                 ("--etcd-keyfile", self.etcd_keyfile.is_some()),
+                (
+                    "--etcd-coalesce-revision-requests",
+                    self.etcd_coalesce_revision_requests.is_some(),
+                ),
+                ("--etcd-watch-progress", self.etcd_watch_progress.is_some()),
             ] {
                 if given {
                     errors.push(format!("{flag} requires --etcd-servers"));
@@ -1017,6 +1049,7 @@ impl ServerRunOptions {
 
     /// Where objects are kept: etcd when `--etcd-servers` is given, else the embedded store.
     pub fn storage_config(&self) -> crate::storage::StorageConfig {
+        use crate::storage::{RevisionRequests, WatchProgress};
         let servers: Vec<String> = self
             .etcd_servers
             .iter()
@@ -1031,6 +1064,15 @@ impl ServerRunOptions {
                 ca_file: self.etcd_cafile.clone(),
                 cert_file: self.etcd_certfile.clone(),
                 key_file: self.etcd_keyfile.clone(),
+                watch_progress: match self.etcd_watch_progress.as_deref() {
+                    Some("ordered") => WatchProgress::Ordered,
+                    Some("unordered") => WatchProgress::Unordered,
+                    _ => WatchProgress::FromVersion,
+                },
+                revision_requests: match self.etcd_coalesce_revision_requests {
+                    Some(false) => RevisionRequests::Separate,
+                    _ => RevisionRequests::Coalesced,
+                },
             }),
             compaction_interval: self.etcd_compaction_interval,
         }
@@ -1124,6 +1166,52 @@ mod tests {
         assert!(
             errors[2].contains("'soon' for '--request-timeout"),
             "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn etcd_read_flags_take_known_values_and_need_etcd_servers() {
+        let errors = refused(&[
+            "--etcd-watch-progress=sometimes",
+            "--etcd-coalesce-revision-requests=false",
+        ]);
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(
+            errors[0].contains("'sometimes' for '--etcd-watch-progress"),
+            "{errors:?}"
+        );
+        assert_eq!(
+            errors[1],
+            "--etcd-coalesce-revision-requests requires --etcd-servers"
+        );
+        if !cfg!(feature = "etcd") {
+            return;
+        }
+        let (CommandLine::Serve(opts), _) = command_line(&[
+            "--etcd-servers=http://127.0.0.1:2379",
+            "--etcd-watch-progress=ordered",
+            "--etcd-coalesce-revision-requests=false",
+        ]) else {
+            panic!("the etcd flags are accepted");
+        };
+        let etcd = opts.storage_config().etcd.expect("etcd is configured");
+        assert_eq!(etcd.watch_progress, crate::storage::WatchProgress::Ordered);
+        assert_eq!(
+            etcd.revision_requests,
+            crate::storage::RevisionRequests::Separate
+        );
+        let (CommandLine::Serve(opts), _) = command_line(&["--etcd-servers=http://127.0.0.1:2379"])
+        else {
+            panic!("etcd alone is accepted");
+        };
+        let etcd = opts.storage_config().etcd.expect("etcd is configured");
+        assert_eq!(
+            etcd.watch_progress,
+            crate::storage::WatchProgress::FromVersion
+        );
+        assert_eq!(
+            etcd.revision_requests,
+            crate::storage::RevisionRequests::Coalesced
         );
     }
 

@@ -341,6 +341,17 @@ impl TestServer {
         Self::start_with(Backend::Etcd)
     }
 
+    /// Starts a server on an etcd of its own, whatever `APISERVER_TEST_STORAGE` says,
+    /// with extra flags.
+    ///
+    /// # Panics
+    ///
+    /// As [`TestServer::start_on_etcd`].
+    pub fn start_on_etcd_with_flags(flags: &[&str]) -> TestServer {
+        let dir = TempDir::with_prefix("apiserver-test-").expect("creating a temporary dir");
+        Self::launch(DataDir::Owned(dir), Some(Etcd::start()), flags)
+    }
+
     /// Starts a server whose embedded store is in `data_dir`, which the caller keeps (for
     /// restart and crash tests of the embedded store: stop one server, then start another
     /// on the same directory). Always the embedded store, whatever

@@ -707,6 +707,7 @@ mod etcd_harness {
                 ca_file: tls.map(|t| t.ca.clone()),
                 cert_file: tls.map(|t| t.client_cert.clone()),
                 key_file: tls.map(|t| t.client_key.clone()),
+                ..EtcdConfig::default()
             }
         }
 

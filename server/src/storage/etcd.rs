@@ -12,7 +12,8 @@
 //! Lists are one range read (one revision) from a start key with a limit; `remaining`
 //! comes from the range's count. Watches are etcd watches with previous values from
 //! `after + 1`; compacted history becomes `Expired`. Every call has a deadline, so an
-//! unreachable etcd fails fast instead of hanging.
+//! unreachable etcd fails fast instead of hanging. Requests for the current revision
+//! are coalesced ([`RevisionCoalescer`]) unless the configuration says otherwise.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -26,9 +27,10 @@ use etcd_client::{
 };
 use tokio::sync::mpsc;
 
+use super::coalescer::{FetchRevision, RevisionCoalescer, RevisionFuture};
 use super::{
-    EtcdConfig, EventReceiver, KeyValue, ListPage, Storage, StorageError, StoredEvent, WatchItem,
-    WatchSender, HEALTH_TIMEOUT,
+    EtcdConfig, EventReceiver, KeyValue, ListPage, RevisionRequests, Storage, StorageError,
+    StoredEvent, WatchItem, WatchProgress, WatchSender, HEALTH_TIMEOUT,
 };
 
 /// The root of the keys the registry builds; replaced by the etcd prefix.
@@ -56,8 +58,30 @@ pub struct EtcdStorage {
     /// What replaces `/registry` in every key, without a trailing slash (`""` = the root).
     root: Arc<str>,
     /// Whether etcd sends requested progress notifications in order with watch events
-    /// (0 = not known yet, 1 = yes, 2 = no); learnt from its version on the first watch.
+    /// (0 = not known yet, 1 = yes, 2 = no); learnt from its version on the first watch
+    /// unless the configuration decides.
     ordered_progress: Arc<std::sync::atomic::AtomicU8>,
+    /// Shares current-revision requests between callers; `None`: one request each.
+    revisions: Option<Arc<RevisionCoalescer<RevisionProbe>>>,
+}
+
+/// One request for etcd's current revision: a count-only read of a key, for its header.
+#[derive(Clone)]
+struct RevisionProbe {
+    client: Client,
+    key: Vec<u8>,
+}
+
+impl FetchRevision for RevisionProbe {
+    fn fetch(&self) -> RevisionFuture {
+        let (mut kv, key) = (self.client.kv_client(), self.key.clone());
+        Box::pin(async move {
+            crate::metrics::metrics().etcd_revision_request();
+            let options = GetOptions::new().with_count_only();
+            let resp = timed("a read", REQUEST_TIMEOUT, 0, kv.get(key, Some(options))).await?;
+            header_revision(resp.header())
+        })
+    }
 }
 
 /// Whether an etcd of `version` sends requested progress notifications in order with
@@ -243,12 +267,32 @@ impl EtcdStorage {
         let client = Client::connect(&config.servers, Some(options))
             .await
             .map_err(|e| internal(format!("etcd client: {e}")))?;
+        let ordered_progress: u8 = match config.watch_progress {
+            WatchProgress::FromVersion => 0,
+            WatchProgress::Ordered => 1,
+            WatchProgress::Unordered => 2,
+        };
+        let root: Arc<str> = normalize_prefix(&config.prefix).into();
+        let probe = RevisionProbe {
+            client: client.clone(),
+            key: format!("{root}/").into_bytes(),
+        };
         Ok(EtcdStorage {
             client,
             servers: config.servers.clone(),
-            root: normalize_prefix(&config.prefix).into(),
-            ordered_progress: Default::default(),
+            root,
+            ordered_progress: Arc::new(ordered_progress.into()),
+            revisions: match config.revision_requests {
+                RevisionRequests::Coalesced => Some(Arc::new(RevisionCoalescer::new(probe))),
+                RevisionRequests::Separate => None,
+            },
         })
+    }
+
+    /// How many requests for the current revision this client's coalescer made (0 when
+    /// requests are not coalesced), for tests and benchmarks.
+    pub fn revision_requests(&self) -> u64 {
+        self.revisions.as_ref().map_or(0, |r| r.requests())
     }
 
     /// Whether progress notifications can be trusted, asking etcd its version once.
@@ -631,16 +675,17 @@ impl Storage for EtcdStorage {
     }
 
     async fn current_revision(&self) -> Result<u64, StorageError> {
-        let options = GetOptions::new().with_count_only();
-        let probe = self.probe_key();
-        let resp = timed(
-            "a read",
-            REQUEST_TIMEOUT,
-            0,
-            self.kv().get(probe, Some(options)),
-        )
-        .await?;
-        header_revision(resp.header())
+        crate::metrics::metrics().etcd_revision_caller();
+        match &self.revisions {
+            Some(coalescer) => coalescer.current().await,
+            None => {
+                let probe = RevisionProbe {
+                    client: self.client.clone(),
+                    key: self.probe_key(),
+                };
+                probe.fetch().await
+            }
+        }
     }
 
     async fn watch(&self, prefix: &str, after: u64) -> Result<EventReceiver, StorageError> {
@@ -751,6 +796,58 @@ mod tests {
         ] {
             assert_eq!(progress_is_ordered(version), ordered, "{version}");
         }
+    }
+
+    /// Through the `Storage` trait: readers of the current revision that overlap share
+    /// etcd requests, and each gets a revision no older than the last write acknowledged
+    /// before it asked (the linearizability rule), while writes go on.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_revision_readers_share_requests_and_see_acknowledged_writes() {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+        let server = crate::storage::conformance::EtcdServer::start().await;
+        let s = Arc::new(server.client("/registry").await);
+        let acknowledged = Arc::new(AtomicU64::new(0));
+        let writing = Arc::new(AtomicBool::new(true));
+        let writer = {
+            let (s, acknowledged, writing) = (s.clone(), acknowledged.clone(), writing.clone());
+            tokio::spawn(async move {
+                let mut i = 0;
+                while writing.load(Ordering::SeqCst) {
+                    let key = format!("/registry/coalesce/{i}");
+                    let r = s.create(&key, Bytes::new()).await.unwrap();
+                    acknowledged.fetch_max(r, Ordering::SeqCst);
+                    i += 1;
+                }
+            })
+        };
+        const READERS: u64 = 64;
+        const READS: u64 = 20;
+        let mut readers = tokio::task::JoinSet::new();
+        for _ in 0..READERS {
+            let (s, acknowledged) = (s.clone(), acknowledged.clone());
+            readers.spawn(async move {
+                for _ in 0..READS {
+                    let before = acknowledged.load(Ordering::SeqCst);
+                    let current = s.current_revision().await.unwrap();
+                    assert!(
+                        current >= before,
+                        "read {current} after {before} was acknowledged"
+                    );
+                }
+            });
+        }
+        while let Some(done) = readers.join_next().await {
+            done.unwrap();
+        }
+        writing.store(false, Ordering::SeqCst);
+        writer.await.unwrap();
+        let requests = s.revision_requests();
+        assert!(
+            requests > 0 && requests * 4 < READERS * READS,
+            "{requests} etcd requests for {} reads",
+            READERS * READS
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! (`--encryption-provider-config`); [`ResourceStorages`] picks each resource's.
 
 mod by_resource;
+pub mod coalescer;
 #[cfg(test)]
 pub mod conformance;
 pub mod embedded;
@@ -299,6 +300,33 @@ pub struct EtcdConfig {
     pub cert_file: Option<PathBuf>,
     /// Key of the client certificate.
     pub key_file: Option<PathBuf>,
+    /// Whether etcd's watch progress notifications are taken as ordered with its events.
+    pub watch_progress: WatchProgress,
+    /// Whether callers of the current revision share requests.
+    pub revision_requests: RevisionRequests,
+}
+
+/// Whether etcd's watch progress notifications come in order with its events, which lets
+/// the watch caches answer consistent reads (`--etcd-watch-progress`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WatchProgress {
+    /// Decided from etcd's version: ordered from 3.4.31 and 3.5.13 on.
+    #[default]
+    FromVersion,
+    /// Ordered whatever the version says (a build with the fix backported).
+    Ordered,
+    /// Never trusted: consistent reads always read etcd.
+    Unordered,
+}
+
+/// How requests for etcd's current revision are made (`--etcd-coalesce-revision-requests`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RevisionRequests {
+    /// At most one in flight; callers share the first that started after they arrived.
+    #[default]
+    Coalesced,
+    /// One request per caller.
+    Separate,
 }
 
 /// Opens the configured backend and starts its compactor. Must run inside a Tokio runtime.

@@ -7,7 +7,8 @@
 //! `crds` what CustomResourceDefinitions cost (install latency, memory, start-up, custom
 //! objects next to ConfigMaps); `authz` what authorization costs (a RoleBinding's user
 //! under RBAC next to AlwaysAllow); `admission` what a validating webhook and a
-//! ValidatingAdmissionPolicy cost writes; `audit` what the audit log costs writes.
+//! ValidatingAdmissionPolicy cost writes; `audit` what the audit log costs writes;
+//! `consistent_reads` what consistent GETs cost on etcd, in etcd round trips and CPU.
 //!
 //! The `loadgen` binary is the command-line front end; BENCHMARKS.md at the repository
 //! root has the commands and the latest figures. Traffic only ever goes to loopback
@@ -19,6 +20,7 @@ pub mod admission;
 pub mod audit;
 pub mod authz;
 pub mod client;
+pub mod consistent_reads;
 pub mod crds;
 pub mod kubeconfig;
 pub mod metrics;

@@ -3,7 +3,8 @@
 //! the storage layer of both backends next to their raw engines; `loadgen crds` what
 //! CustomResourceDefinitions cost; `loadgen authz` what authorization (RBAC) costs;
 //! `loadgen admission` what a validating webhook and a ValidatingAdmissionPolicy cost;
-//! `loadgen audit` what the audit log costs writes.
+//! `loadgen audit` what the audit log costs writes; `loadgen consistent-reads` what
+//! consistent GETs cost on etcd.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,6 +14,7 @@ use apiserver_loadgen::admission::{self, AdmissionOptions};
 use apiserver_loadgen::audit::{self, AuditOptions};
 use apiserver_loadgen::authz::{self, AuthzOptions};
 use apiserver_loadgen::client::Protocol;
+use apiserver_loadgen::consistent_reads::{self, ConsistentReadOptions};
 use apiserver_loadgen::crds::{self, CrdOptions, CrdSelection};
 use apiserver_loadgen::metrics::{median_rows, table};
 use apiserver_loadgen::raw::{self, RawOptions};
@@ -59,6 +61,57 @@ enum Command {
     /// The audit log's cost: create and update (GET + PUT) throughput and latency with
     /// auditing off and with every request audited at Metadata into a file.
     Audit(AuditArgs),
+    /// Consistent GETs (no resourceVersion) on an etcd it starts: GET/s, latency, etcd
+    /// revision requests and server and etcd CPU per GET, with reads going to etcd,
+    /// served by the watch cache after a revision request each, and after coalesced
+    /// revision requests.
+    ConsistentReads(ConsistentReadArgs),
+}
+
+#[derive(Args)]
+struct ConsistentReadArgs {
+    /// The apiserver binary (with the etcd feature), started fresh per configuration
+    /// and run.
+    #[arg(long, value_name = "PATH")]
+    server_bin: PathBuf,
+    /// The etcd binary to start (once; every server gets its own key prefix).
+    #[arg(long, value_name = "PATH", default_value = "etcd")]
+    etcd_bin: PathBuf,
+    /// An extra flag for the started server (repeat for more); not the etcd flags,
+    /// which each configuration sets.
+    #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
+    server_args: Vec<String>,
+    /// Directory for etcd's and the servers' temporary data (default: the system temp
+    /// directory).
+    #[arg(long, value_name = "DIR")]
+    data_root: Option<PathBuf>,
+    /// Use a pool of HTTP/1.1 connections instead of one HTTP/2 connection.
+    #[arg(long)]
+    http1: bool,
+    /// Repeat every configuration this many times; the table shows medians.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// ConfigMaps created (the working set of the GETs).
+    #[arg(long, default_value_t = 1000)]
+    count: u64,
+    /// GETs (and creates) in flight.
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+    /// Seconds the GETs run.
+    #[arg(long, default_value_t = 5.0)]
+    duration: f64,
+    /// Approximate size of each ConfigMap's JSON, bytes.
+    #[arg(long, default_value_t = 1024)]
+    object_size: usize,
+    /// Timeout of one request, seconds.
+    #[arg(long, default_value_t = 300.0)]
+    timeout: f64,
+    /// Worker threads of the load generator's runtime (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Also write the markdown report to this file.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -419,6 +472,7 @@ fn main() -> ExitCode {
         Some(Command::Authz(args)) => run_authz(args),
         Some(Command::Admission(args)) => run_admission(args),
         Some(Command::Audit(args)) => run_audit(args),
+        Some(Command::ConsistentReads(args)) => run_consistent_reads(args),
         None => run_suite(cli.suite),
     };
     match result {
@@ -695,6 +749,33 @@ fn run_audit(a: AuditArgs) -> anyhow::Result<ExitCode> {
         rt.worker_threads(t.max(1));
     }
     let report = rt.build()?.block_on(audit::run(&opts))?;
+    finish(&report.markdown(), report.error_count(), a.output)
+}
+
+fn run_consistent_reads(a: ConsistentReadArgs) -> anyhow::Result<ExitCode> {
+    let opts = ConsistentReadOptions {
+        server_bin: a.server_bin,
+        etcd_bin: a.etcd_bin,
+        server_args: a.server_args,
+        data_root: a.data_root,
+        protocol: if a.http1 {
+            Protocol::Http1
+        } else {
+            Protocol::Http2
+        },
+        request_timeout: Duration::from_secs_f64(a.timeout),
+        runs: a.runs,
+        count: a.count,
+        concurrency: a.concurrency,
+        duration: Duration::from_secs_f64(a.duration),
+        object_size: a.object_size,
+    };
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.enable_all();
+    if let Some(t) = a.threads {
+        rt.worker_threads(t.max(1));
+    }
+    let report = rt.build()?.block_on(consistent_reads::run(&opts))?;
     finish(&report.markdown(), report.error_count(), a.output)
 }
 
