@@ -48,6 +48,12 @@ fn main() -> ExitCode {
                 Some(r) => root = PathBuf::from(r),
                 None => return usage("--root needs a directory"),
             },
+            "--explain" => {
+                let Some(name) = args.next() else {
+                    return usage("--explain needs a code, e.g. `--explain E0002`");
+                };
+                return explain(&name);
+            }
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -96,12 +102,15 @@ fn main() -> ExitCode {
 }
 
 const USAGE: &str = "usage: cargo run -p codegen [-- [--check] [--root DIR]]
+       cargo run -p codegen -- --explain CODE
        cargo run -p codegen -- crd [DEFINITION...] [--root DIR]
        cargo run -p codegen -- import-openapi UPSTREAM-DIR [--out DIR] [--root DIR]
        cargo run -p codegen -- apiservice --service NAMESPACE/NAME [--port N] [--ca-file FILE]
   Regenerates server/src/generated/ from api-defs/.
   --check     write nothing; exit 1 naming each stale file
   --root DIR  the workspace root (default: the one codegen was built in)
+  --explain CODE  print the longer explanation of a diagnostic code (E0002), with an
+              erroneous example and its fix
   crd         print the CustomResourceDefinition manifest of each DEFINITION file
               (paths under the root; default: every custom definition), as YAML
   import-openapi  write the definitions api-defs/upstream.yaml selects, from upstream's
@@ -110,6 +119,31 @@ const USAGE: &str = "usage: cargo run -p codegen [-- [--check] [--root DIR]]
   apiservice  print an APIService per group-version of the custom definitions, pointing
               at Service NAMESPACE/NAME port N (default 443), trusting the PEM CA in
               FILE (without one: insecureSkipTLSVerify), as YAML";
+
+/// `--explain E0xxx`: the code's explanation, or the list of codes for an unknown one.
+fn explain(name: &str) -> ExitCode {
+    match codegen::Code::parse(name) {
+        Some(code) => {
+            print!("{}", code.explanation());
+            ExitCode::SUCCESS
+        }
+        None => {
+            eprintln!("error: `{name}` is not a codegen diagnostic code; the codes are:");
+            for c in codegen::Code::ALL {
+                eprintln!("  {c}  {}", c.title());
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Prints `diags` as rustc draws errors, with the lines of the files under `root`.
+fn report(root: &Path, diags: &codegen::Diagnostics) {
+    eprint!(
+        "{}",
+        diags.render(&|path| fs::read_to_string(root.join(path)).ok())
+    );
+}
 
 fn usage(problem: &str) -> ExitCode {
     eprintln!("error: {problem}\n{USAGE}");
@@ -147,7 +181,7 @@ fn run(root: &Path, check: bool) -> std::io::Result<ExitCode> {
     let files = match generate(&sources) {
         Ok(f) => f,
         Err(diags) => {
-            eprintln!("{diags}");
+            report(root, &diags);
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -211,7 +245,7 @@ fn import_openapi(root: &Path, upstream: &Path, out: &Path) -> std::io::Result<E
     let files = match codegen::import::import(&rel, &selection, &label, &read) {
         Ok(f) => f,
         Err(diags) => {
-            eprintln!("{diags}");
+            report(root, &diags);
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -260,7 +294,7 @@ fn print_apiservices(root: &Path, a: ApiServiceArgs) -> std::io::Result<ExitCode
     let defs = match codegen::load_definitions(&sources(root)?) {
         Ok(d) => d,
         Err(diags) => {
-            eprintln!("{diags}");
+            report(root, &diags);
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -283,7 +317,7 @@ fn crd(root: &Path, paths: &[String]) -> std::io::Result<ExitCode> {
     let defs = match codegen::load_definitions(&sources(root)?) {
         Ok(d) => d,
         Err(diags) => {
-            eprintln!("{diags}");
+            report(root, &diags);
             return Ok(ExitCode::FAILURE);
         }
     };

@@ -86,6 +86,8 @@ fn every_diagnostic_is_reported_at_once_with_its_position() {
     let diags = generate(&sources("invalid")).expect_err("invalid fixtures must fail");
     let text = diags.to_string();
     check_snapshot(&dir().join("snapshots/invalid.txt"), &text);
+    let rendered = diags.render(&|p| fs::read_to_string(dir().join(p)).ok());
+    check_snapshot(&dir().join("snapshots/invalid.rendered.txt"), &rendered);
     // One run reports errors from every file, each as file:line:col.
     for file in [
         "bad.rs",
@@ -99,7 +101,7 @@ fn every_diagnostic_is_reported_at_once_with_its_position() {
             "no diagnostic for {file}:\n{text}"
         );
     }
-    assert!(text.contains("fixtures/invalid/typos.yaml:3:1: error: unknown key `kynd` in a definition\n  help: did you mean `kind`?"), "{text}");
+    assert!(text.contains("fixtures/invalid/typos.yaml:3:1: error[E0002]: unknown key `kynd` in a definition\n  help: did you mean `kind`?"), "{text}");
 }
 
 #[test]

@@ -34,7 +34,8 @@
 //! Keys may be split over several `#[resource(...)]` attributes. Every mistake is
 //! reported at once, each at its own span: unknown keys (with a "did you mean"
 //! suggestion), values of the wrong type, flags given a value, conflicting scopes and
-//! missing required keys.
+//! missing required keys. Each carries codegen's diagnostic code (`[E0002]`) and a
+//! `help:` line; `cargo run -p codegen -- --explain E0002` says more.
 //!
 //! Only the attribute syntax is checked here. Naming rules (DNS-subdomain groups,
 //! UpperCamelCase kinds, printer column types, ...) are checked by `cargo run -p codegen`
@@ -69,6 +70,8 @@
 //! assert_eq!(Widget::api_resource_path(None), "/apis/example.dev/v1/widgets");
 //! ```
 
+use codegen::attrs::AttrError;
+use codegen::Code;
 use proc_macro::TokenStream;
 use quote::ToTokens;
 use syn::{Data, DeriveInput, Fields};
@@ -94,7 +97,7 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         Ok(attrs) if errors.is_empty() => Ok(emit::resource_impl(input, attrs)),
         Ok(_) => Err(combine(errors)),
         Err(attr_errors) => {
-            errors.extend(attr_errors);
+            errors.extend(attr_errors.iter().map(AttrError::to_compile_error));
             Err(combine(errors))
         }
     }
@@ -112,7 +115,7 @@ fn combine(errors: Vec<syn::Error>) -> syn::Error {
 }
 
 /// A resource is an object with named top-level fields (`spec`, `status`, ...).
-fn check_shape(input: &DeriveInput) -> syn::Result<()> {
+fn check_shape(input: &DeriveInput) -> Result<(), syn::Error> {
     let name = &input.ident;
     let suggestion = format!(
         "declare `pub struct {name} {{ pub spec: {name}Spec, pub status: Option<{name}Status> }}`"
@@ -131,12 +134,15 @@ fn check_shape(input: &DeriveInput) -> syn::Result<()> {
         ),
         Data::Union(u) => (pair(&u.union_token, name), "a union", ""),
     };
-    Err(syn::Error::new_spanned(
-        at,
-        format!(
-            "#[derive(Resource)] needs a struct with named fields, not {what}: {suggestion}{extra}"
-        ),
-    ))
+    let error = AttrError {
+        code: Code::RustShape,
+        span: syn::spanned::Spanned::span(&at),
+        message: format!("#[derive(Resource)] needs a struct with named fields, not {what}"),
+        help: Some(format!("{suggestion}{extra}")),
+    };
+    // `new_spanned` underlines every token of `at` (`enum Name`), not just the first.
+    let compiled = error.to_compile_error();
+    Err(syn::Error::new_spanned(at, compiled.to_string()))
 }
 
 /// `first last` as tokens, so an error underlines both (`enum Name`).
