@@ -2,6 +2,7 @@
 //! output is deterministic; the caller sorts definitions first.
 
 pub mod apiservice;
+mod client;
 pub mod crd;
 mod meta;
 mod openapi;
