@@ -247,3 +247,47 @@ fn explain_prints_the_codes_explanation_and_lists_the_codes_for_an_unknown_one()
     );
     assert!(text.contains("  E0019  upstream's documents"), "{text}");
 }
+
+#[test]
+fn docs_writes_only_the_reference_and_check_catches_a_stale_page() {
+    let tmp = workspace();
+    let root = tmp.path();
+    let page = root.join("server/src/generated/reference/apis__example.dev__v1.md");
+    let catalog = root.join("server/src/generated/catalog.json");
+    let catalog_before = fs::read_to_string(&catalog).unwrap();
+
+    // A hand edit of a page is stale.
+    fs::write(&page, "edited by hand\n").unwrap();
+    let out = codegen(root, true);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("stale: server/src/generated/reference/apis__example.dev__v1.md"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // `docs` after a definition changed: the page follows, nothing else is written.
+    let widget = root.join("api-defs/examples/widget.yaml");
+    let text = fs::read_to_string(&widget)
+        .unwrap()
+        .replace("Colour of the widget.", "The widget's paint.");
+    fs::write(&widget, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_codegen"))
+        .arg("--root")
+        .arg(root)
+        .arg("docs")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page_text = fs::read_to_string(&page).unwrap();
+    assert!(
+        page_text.contains("| `color` *(required)* | string | The widget's paint. One of `red`, `green`, `blue`. |"),
+        "{page_text}"
+    );
+    assert_eq!(fs::read_to_string(&catalog).unwrap(), catalog_before);
+}
