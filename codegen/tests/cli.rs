@@ -20,12 +20,17 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn codegen(root: &Path, check: bool) -> std::process::Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_codegen"));
-    cmd.arg("--root").arg(root);
-    if check {
-        cmd.arg("--check");
-    }
-    cmd.output().unwrap()
+    codegen_with(root, if check { &["--check"] } else { &[] })
+}
+
+/// The binary on the tree at `root`, with `args`.
+fn codegen_with(root: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_codegen"))
+        .arg("--root")
+        .arg(root)
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn workspace() -> tempfile::TempDir {
@@ -273,12 +278,7 @@ fn docs_writes_only_the_reference_and_check_catches_a_stale_page() {
         .unwrap()
         .replace("Colour of the widget.", "The widget's paint.");
     fs::write(&widget, text).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_codegen"))
-        .arg("--root")
-        .arg(root)
-        .arg("docs")
-        .output()
-        .unwrap();
+    let out = codegen_with(root, &["docs"]);
     assert!(
         out.status.success(),
         "{}",
