@@ -137,7 +137,7 @@ impl AttrError {
 }
 
 /// What `#[resource(...)]` said, before defaults are filled in.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ResourceAttrs {
     pub group: Option<String>,
     pub version: Option<String>,

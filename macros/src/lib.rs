@@ -94,13 +94,58 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
     let attrs = codegen::attrs::parse_resource_attrs(&input.attrs, input.ident.span());
     let mut errors: Vec<syn::Error> = shape.err().into_iter().collect();
     match attrs {
-        Ok(attrs) if errors.is_empty() => Ok(emit::resource_impl(input, attrs)),
+        Ok(attrs) if errors.is_empty() => {
+            let identity = identity_errors(input, &attrs);
+            if identity.is_empty() {
+                Ok(emit::resource_impl(input, attrs))
+            } else {
+                Err(combine(identity))
+            }
+        }
         Ok(_) => Err(combine(errors)),
         Err(attr_errors) => {
             errors.extend(attr_errors.iter().map(AttrError::to_compile_error));
             Err(combine(errors))
         }
     }
+}
+
+/// codegen's checks of the resource's identity (names, printer columns, scale paths),
+/// the same `cargo run -p codegen` runs, reported at the struct's name. Checks that
+/// need the fields' schema are left to codegen, which reads the field types.
+fn identity_errors(input: &DeriveInput, attrs: &codegen::attrs::ResourceAttrs) -> Vec<syn::Error> {
+    let location = codegen::Location {
+        file: String::new(),
+        line: 0,
+        column: 0,
+    };
+    let schema = codegen::model::Schema {
+        type_: Some("object".into()),
+        ..Default::default()
+    };
+    let def =
+        codegen::load::rust::resource_def(attrs.clone(), schema, location, input.ident.to_string());
+    let mut diags = codegen::Diagnostics::default();
+    codegen::validate::validate(&[def], &mut diags);
+    diags
+        .0
+        .into_iter()
+        .filter(|d| {
+            matches!(
+                d.code,
+                Code::InvalidName | Code::UnknownValue | Code::FieldPath
+            )
+        })
+        .map(|d| {
+            AttrError {
+                code: d.code,
+                span: input.ident.span(),
+                message: d.message,
+                help: d.help,
+            }
+            .to_compile_error()
+        })
+        .collect()
 }
 
 /// Merges errors so that every one of them is emitted, each at its own span.

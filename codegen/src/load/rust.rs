@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use syn::spanned::Spanned;
 use syn::{Attribute, Fields, GenericArgument, Item, PathArguments, Type};
 
-use crate::attrs::parse_resource_attrs;
+use crate::attrs::{parse_resource_attrs, ResourceAttrs};
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, Location};
 use crate::model::{Origin, ResourceDef, Schema, Scope, Subresources};
 use crate::names::{camel_case, infer_plural};
@@ -69,38 +69,52 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Vec<ResourceDef>
                 continue;
             }
         };
-        let kind = attrs.kind.unwrap_or_default();
-        out.push(ResourceDef {
-            location: loc(file, st.ident.span()),
-            origin: Origin::Rust {
-                type_name: st.ident.to_string(),
-            },
-            group: attrs.group.unwrap_or_default(),
-            version: attrs.version.unwrap_or_default(),
-            plural: attrs.plural.unwrap_or_else(|| infer_plural(&kind)),
-            singular: attrs.singular.unwrap_or_else(|| kind.to_lowercase()),
-            list_kind: format!("{kind}List"),
-            kind,
-            scope: attrs.scope.unwrap_or(Scope::Namespaced),
-            short_names: attrs.short_names,
-            categories: attrs.categories,
+        out.push(resource_def(
+            attrs,
             schema,
-            subresources: Subresources {
-                status: attrs.status,
-                scale: attrs.scale,
-                create_only: vec![],
-            },
-            printer_columns: attrs.printer_columns,
-            selectable_fields: attrs.selectable_fields,
-            // Rust definitions declare custom kinds.
-            builtin: false,
-            strategy: None,
-            create_only: false,
-            open_api_prefix: None,
-            verbs: vec![],
-        });
+            loc(file, st.ident.span()),
+            st.ident.to_string(),
+        ));
     }
     out
+}
+
+/// The definition `#[resource(...)]` declares on struct `type_name`, with every default
+/// filled in (shared with `#[derive(Resource)]`, which checks the same identity).
+pub fn resource_def(
+    attrs: ResourceAttrs,
+    schema: Schema,
+    location: Location,
+    type_name: String,
+) -> ResourceDef {
+    let kind = attrs.kind.unwrap_or_default();
+    ResourceDef {
+        location,
+        origin: Origin::Rust { type_name },
+        group: attrs.group.unwrap_or_default(),
+        version: attrs.version.unwrap_or_default(),
+        plural: attrs.plural.unwrap_or_else(|| infer_plural(&kind)),
+        singular: attrs.singular.unwrap_or_else(|| kind.to_lowercase()),
+        list_kind: format!("{kind}List"),
+        kind,
+        scope: attrs.scope.unwrap_or(Scope::Namespaced),
+        short_names: attrs.short_names,
+        categories: attrs.categories,
+        schema,
+        subresources: Subresources {
+            status: attrs.status,
+            scale: attrs.scale,
+            create_only: vec![],
+        },
+        printer_columns: attrs.printer_columns,
+        selectable_fields: attrs.selectable_fields,
+        // Rust definitions declare custom kinds.
+        builtin: false,
+        strategy: None,
+        create_only: false,
+        open_api_prefix: None,
+        verbs: vec![],
+    }
 }
 
 /// A diagnostic whose caret covers `span` (when it is on one line).
