@@ -83,8 +83,8 @@ cargo clippy -q --workspace --all-targets -- -D warnings
 echo "==> cargo clippy -p apiserver --all-targets -- -D warnings (default features)"
 cargo clippy -q -p apiserver --all-targets -- -D warnings
 
-echo "==> cargo build -p apiserver --bin apiserver --features etcd (the binary the black-box tests start)"
-cargo build -q -p apiserver --bin apiserver --features etcd
+echo "==> cargo build -p apiserver --bin apiserver --features etcd,client (the binary the black-box tests start)"
+cargo build -q -p apiserver --bin apiserver --features etcd,client
 
 # Includes the storage conformance suite against a real etcd (apiserver's unit tests are
 # built with `etcd` here) and tests/tests/etcd.rs (the server through an etcd outage).

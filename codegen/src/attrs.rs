@@ -16,7 +16,7 @@ use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{Expr, ExprLit, Lit, Token};
 
-use crate::diagnostics::suggest;
+use crate::diagnostics::{suggest, Code};
 use crate::model::{PrinterColumn, ScaleSubresource, Scope};
 
 /// Every key `#[resource(...)]` accepts.
@@ -92,8 +92,52 @@ fn parse_list(tokens: TokenStream) -> syn::Result<Punctuated<Meta, Token![,]>> {
     syn::parse::Parser::parse2(Punctuated::<Meta, Token![,]>::parse_terminated, tokens)
 }
 
+/// One mistake in `#[resource(...)]`: its code, where it is, what is wrong and the fix.
+#[derive(Clone, Debug)]
+pub struct AttrError {
+    pub code: Code,
+    pub span: Span,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+impl AttrError {
+    fn new(code: Code, span: Span, message: impl Into<String>) -> Self {
+        AttrError {
+            code,
+            span,
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// A syntax error `syn` found in the attribute.
+    fn syntax(e: syn::Error) -> Self {
+        AttrError::new(Code::Syntax, e.span(), e.to_string())
+    }
+
+    /// The error as the derive reports it: rustc draws the span and caret; the code,
+    /// the help and the way to `--explain` follow the message, as rustc's own lines.
+    pub fn to_compile_error(&self) -> syn::Error {
+        let mut text = format!("{} [{}]", self.message, self.code);
+        if let Some(help) = &self.help {
+            text.push_str(&format!("\nhelp: {help}"));
+        }
+        text.push_str(&format!(
+            "\nnote: `cargo run -p codegen -- --explain {}` explains this error",
+            self.code
+        ));
+        syn::Error::new(self.span, text)
+    }
+}
+
 /// What `#[resource(...)]` said, before defaults are filled in.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ResourceAttrs {
     pub group: Option<String>,
     pub version: Option<String>,
@@ -114,7 +158,7 @@ pub struct ResourceAttrs {
 pub fn parse_resource_attrs(
     attrs: &[syn::Attribute],
     item_span: Span,
-) -> Result<ResourceAttrs, Vec<syn::Error>> {
+) -> Result<ResourceAttrs, Vec<AttrError>> {
     let mut out = ResourceAttrs::default();
     let mut errors = Vec::new();
     let mut seen_any = false;
@@ -126,7 +170,7 @@ pub fn parse_resource_attrs(
         let metas = match attr.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated) {
             Ok(m) => m,
             Err(e) => {
-                errors.push(e);
+                errors.push(AttrError::syntax(e));
                 unparsed = true;
                 continue;
             }
@@ -150,10 +194,14 @@ pub fn parse_resource_attrs(
                         Scope::Cluster
                     };
                     match out.scope {
-                        Some(prev) if prev != scope => errors.push(syn::Error::new(
-                            meta.span(),
-                            "conflicting scope: a resource is either `namespaced` or `cluster`, not both; keep one",
-                        )),
+                        Some(prev) if prev != scope => errors.push(
+                            AttrError::new(
+                                Code::Duplicate,
+                                meta.span(),
+                                "conflicting scope: a resource is either `namespaced` or `cluster`, not both",
+                            )
+                            .help("keep one"),
+                        ),
                         _ => out.scope = Some(scope),
                     }
                 }
@@ -182,10 +230,10 @@ pub fn parse_resource_attrs(
     }
 
     if !seen_any {
-        errors.push(syn::Error::new(
-            item_span,
-            "missing #[resource(...)] attribute: add #[resource(group = \"example.dev\", version = \"v1\", kind = \"MyKind\", namespaced)]",
-        ));
+        errors.push(
+            AttrError::new(Code::MissingKey, item_span, "missing #[resource(...)] attribute")
+                .help("add #[resource(group = \"example.dev\", version = \"v1\", kind = \"MyKind\", namespaced)]"),
+        );
     } else if !unparsed {
         for (name, value, example) in [
             (
@@ -197,10 +245,14 @@ pub fn parse_resource_attrs(
             ("kind", &out.kind, "kind = \"MyKind\""),
         ] {
             if value.is_none() && !written.iter().any(|w| w == name) {
-                errors.push(syn::Error::new(
-                    item_span,
-                    format!("#[resource(...)] is missing `{name}`: add `{example}`"),
-                ));
+                errors.push(
+                    AttrError::new(
+                        Code::MissingKey,
+                        item_span,
+                        format!("#[resource(...)] is missing `{name}`"),
+                    )
+                    .help(format!("add `{example}`")),
+                );
             }
         }
     }
@@ -212,13 +264,17 @@ pub fn parse_resource_attrs(
     }
 }
 
-fn unknown_key(key: &str, span: Span, known: &[&str], place: &str) -> syn::Error {
-    let mut msg = format!("unknown key `{key}` in {place}");
-    match suggest(key, known) {
-        Some(s) => msg.push_str(&format!("; did you mean `{s}`?")),
-        None => msg.push_str(&format!("; expected one of: {}", known.join(", "))),
-    }
-    syn::Error::new(span, msg)
+fn unknown_key(key: &str, span: Span, known: &[&str], place: &str) -> AttrError {
+    let help = match suggest(key, known) {
+        Some(s) => format!("did you mean `{s}`?"),
+        None => format!("expected one of: {}", known.join(", ")),
+    };
+    AttrError::new(
+        Code::UnknownKey,
+        span,
+        format!("unknown key `{key}` in {place}"),
+    )
+    .help(help)
 }
 
 fn lit_str(expr: &Expr) -> Option<String> {
@@ -230,32 +286,40 @@ fn lit_str(expr: &Expr) -> Option<String> {
     }
 }
 
-fn flag(meta: &Meta, errors: &mut Vec<syn::Error>) -> bool {
+fn flag(meta: &Meta, errors: &mut Vec<AttrError>) -> bool {
     let ok = matches!(meta.value, MetaValue::Flag);
     if !ok {
         let key = meta.name();
-        errors.push(syn::Error::new(
-            meta.span(),
-            format!("`{key}` is a flag and takes no value: write `{key}`"),
-        ));
+        errors.push(
+            AttrError::new(
+                Code::WrongType,
+                meta.span(),
+                format!("`{key}` is a flag and takes no value"),
+            )
+            .help(format!("write `{key}`")),
+        );
     }
     ok
 }
 
-fn value<'a>(meta: &'a Meta, errors: &mut Vec<syn::Error>, example: &str) -> Option<&'a Expr> {
+fn value<'a>(meta: &'a Meta, errors: &mut Vec<AttrError>, example: &str) -> Option<&'a Expr> {
     match &meta.value {
         MetaValue::Value(e) => Some(e.as_ref()),
         _ => {
-            errors.push(syn::Error::new(
-                meta.span(),
-                format!("expected `{example}`"),
-            ));
+            errors.push(
+                AttrError::new(
+                    Code::WrongType,
+                    meta.span(),
+                    format!("`{}` takes a value", meta.name()),
+                )
+                .help(format!("write `{example}`")),
+            );
             None
         }
     }
 }
 
-fn set_str(slot: &mut Option<String>, meta: &Meta, errors: &mut Vec<syn::Error>) {
+fn set_str(slot: &mut Option<String>, meta: &Meta, errors: &mut Vec<AttrError>) {
     let key = meta.name();
     let example = format!("{key} = \"...\"");
     let Some(expr) = value(meta, errors, &example) else {
@@ -263,30 +327,42 @@ fn set_str(slot: &mut Option<String>, meta: &Meta, errors: &mut Vec<syn::Error>)
     };
     match lit_str(expr) {
         Some(_) if slot.is_some() => {
-            errors.push(syn::Error::new(
-                meta.span(),
-                format!("`{key}` is given twice; keep one"),
-            ));
+            errors.push(
+                AttrError::new(
+                    Code::Duplicate,
+                    meta.span(),
+                    format!("`{key}` is given twice"),
+                )
+                .help("keep one"),
+            );
         }
         Some(v) => *slot = Some(v),
-        None => errors.push(syn::Error::new(
-            syn::spanned::Spanned::span(expr),
-            format!("`{key}` takes a string literal: write `{example}`"),
-        )),
+        None => errors.push(
+            AttrError::new(
+                Code::WrongType,
+                syn::spanned::Spanned::span(expr),
+                format!("`{key}` takes a string literal"),
+            )
+            .help(format!("write `{example}`")),
+        ),
     }
 }
 
-fn str_list(meta: &Meta, errors: &mut Vec<syn::Error>) -> Vec<String> {
+fn str_list(meta: &Meta, errors: &mut Vec<AttrError>) -> Vec<String> {
     let key = meta.name();
     let example = format!("{key} = [\"a\", \"b\"]");
     let Some(expr) = value(meta, errors, &example) else {
         return vec![];
     };
     let Expr::Array(arr) = expr else {
-        errors.push(syn::Error::new(
-            syn::spanned::Spanned::span(expr),
-            format!("`{key}` takes a list: write `{example}`"),
-        ));
+        errors.push(
+            AttrError::new(
+                Code::WrongType,
+                syn::spanned::Spanned::span(expr),
+                format!("`{key}` takes a list"),
+            )
+            .help(format!("write `{example}`")),
+        );
         return vec![];
     };
     arr.elems
@@ -294,10 +370,14 @@ fn str_list(meta: &Meta, errors: &mut Vec<syn::Error>) -> Vec<String> {
         .filter_map(|e| {
             let v = lit_str(e);
             if v.is_none() {
-                errors.push(syn::Error::new(
-                    syn::spanned::Spanned::span(e),
-                    format!("`{key}` items are string literals"),
-                ));
+                errors.push(
+                    AttrError::new(
+                        Code::WrongType,
+                        syn::spanned::Spanned::span(e),
+                        format!("`{key}` items are string literals"),
+                    )
+                    .help(format!("write `{example}`")),
+                );
             }
             v
         })
@@ -309,16 +389,23 @@ fn nested(
     meta: &Meta,
     known: &[&str],
     place: &str,
-    errors: &mut Vec<syn::Error>,
+    errors: &mut Vec<AttrError>,
 ) -> Option<Vec<(String, Span, Expr)>> {
     let MetaValue::List(tokens) = &meta.value else {
-        errors.push(syn::Error::new(meta.span(), format!("expected `{place}`")));
+        errors.push(
+            AttrError::new(
+                Code::WrongType,
+                meta.span(),
+                format!("`{}` takes a list of settings", meta.name()),
+            )
+            .help(format!("write `{place}`")),
+        );
         return None;
     };
     let inner = match parse_list(tokens.clone()) {
         Ok(m) => m,
         Err(e) => {
-            errors.push(e);
+            errors.push(AttrError::syntax(e));
             return None;
         }
     };
@@ -336,7 +423,7 @@ fn nested(
     Some(out)
 }
 
-fn parse_scale(meta: &Meta, errors: &mut Vec<syn::Error>) -> Option<ScaleSubresource> {
+fn parse_scale(meta: &Meta, errors: &mut Vec<AttrError>) -> Option<ScaleSubresource> {
     let fields = nested(meta, SCALE_KEYS, "scale(...)", errors)?;
     let get = |k: &str| {
         fields
@@ -346,10 +433,14 @@ fn parse_scale(meta: &Meta, errors: &mut Vec<syn::Error>) -> Option<ScaleSubreso
     };
     let (Some(spec), Some(status)) = (get("spec_replicas_path"), get("status_replicas_path"))
     else {
-        errors.push(syn::Error::new(
-            meta.span(),
-            "scale(...) needs spec_replicas_path = \".spec.replicas\" and status_replicas_path = \".status.replicas\"",
-        ));
+        errors.push(
+            AttrError::new(
+                Code::MissingKey,
+                meta.span(),
+                "scale(...) needs `spec_replicas_path` and `status_replicas_path`",
+            )
+            .help("write `scale(spec_replicas_path = \".spec.replicas\", status_replicas_path = \".status.replicas\")`"),
+        );
         return None;
     };
     Some(ScaleSubresource {
@@ -359,7 +450,7 @@ fn parse_scale(meta: &Meta, errors: &mut Vec<syn::Error>) -> Option<ScaleSubreso
     })
 }
 
-fn parse_printcolumn(meta: &Meta, errors: &mut Vec<syn::Error>) -> Option<PrinterColumn> {
+fn parse_printcolumn(meta: &Meta, errors: &mut Vec<AttrError>) -> Option<PrinterColumn> {
     let fields = nested(meta, PRINTCOLUMN_KEYS, "printcolumn(...)", errors)?;
     let get = |k: &str| {
         fields
@@ -377,19 +468,23 @@ fn parse_printcolumn(meta: &Meta, errors: &mut Vec<syn::Error>) -> Option<Printe
             }),
         )) => i.base10_parse().unwrap_or(0),
         Some((_, span, _)) => {
-            errors.push(syn::Error::new(
-                *span,
-                "`priority` takes an integer, e.g. `priority = 1`",
-            ));
+            errors.push(
+                AttrError::new(Code::WrongType, *span, "`priority` takes an integer")
+                    .help("write `priority = 1`"),
+            );
             0
         }
     };
     let (Some(name), Some(type_), Some(json_path)) = (get("name"), get("type"), get("json_path"))
     else {
-        errors.push(syn::Error::new(
-            meta.span(),
-            "printcolumn(...) needs name = \"...\", type = \"string\" and json_path = \".spec.field\"",
-        ));
+        errors.push(
+            AttrError::new(
+                Code::MissingKey,
+                meta.span(),
+                "printcolumn(...) needs `name`, `type` and `json_path`",
+            )
+            .help("write `printcolumn(name = \"Size\", type = \"integer\", json_path = \".spec.size\")`"),
+        );
         return None;
     };
     Some(PrinterColumn {

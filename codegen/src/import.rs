@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use marked_yaml::{LoaderOptions, Node};
 use serde_json::{Map, Value};
 
-use crate::diagnostics::{Diagnostic, Diagnostics, Location};
+use crate::diagnostics::{Code, Diagnostic, Diagnostics, Location};
 use crate::emit::GeneratedFile;
 use crate::model::{Schema, CREATE_HOOKS, STRATEGIES};
 use crate::names::infer_plural;
@@ -188,8 +188,12 @@ fn check_keys(
                 None => format!("expected one of: {}", known.join(", ")),
             };
             diags.push(
-                Diagnostic::new(at, format!("unknown key `{}` in {what}", key.as_str()))
-                    .with_help(help),
+                Diagnostic::new(
+                    Code::UnknownKey,
+                    at,
+                    format!("unknown key `{}` in {what}", key.as_str()),
+                )
+                .with_help(help),
             );
         }
     }
@@ -207,13 +211,21 @@ fn parse_selection(file: &str, text: &str, diags: &mut Diagnostics) -> Option<Se
                 line: 1,
                 column: 1,
             };
-            diags.push(Diagnostic::new(at, format!("invalid YAML: {e}")));
+            diags.push(Diagnostic::new(
+                Code::Syntax,
+                at,
+                format!("invalid YAML: {e}"),
+            ));
             return None;
         }
     };
     let top = loc(file, &root);
     let Some(map) = root.as_mapping() else {
-        diags.push(Diagnostic::new(top, "the selection must be a mapping"));
+        diags.push(Diagnostic::new(
+            Code::WrongType,
+            top,
+            "the selection must be a mapping",
+        ));
         return None;
     };
     check_keys(file, map, SELECTION_KEYS, "the selection", diags);
@@ -221,6 +233,7 @@ fn parse_selection(file: &str, text: &str, diags: &mut Diagnostics) -> Option<Se
         Some(s) => Some(s.as_str().to_string()),
         None => {
             diags.push(Diagnostic::new(
+                Code::WrongType,
                 loc(file, n),
                 format!("`{what}` must be a string"),
             ));
@@ -232,6 +245,7 @@ fn parse_selection(file: &str, text: &str, diags: &mut Diagnostics) -> Option<Se
             Some(seq) => seq.iter().filter_map(|i| string(i, what, diags)).collect(),
             None => {
                 diags.push(Diagnostic::new(
+                    Code::WrongType,
                     loc(file, n),
                     format!("`{what}` must be a list of strings"),
                 ));
@@ -253,18 +267,19 @@ fn parse_selection(file: &str, text: &str, diags: &mut Diagnostics) -> Option<Se
             }
         }
         Some((n, None)) => diags.push(Diagnostic::new(
+            Code::WrongType,
             loc(file, n),
             "`groupDirs` must map each group to its directory under api-defs/",
         )),
         None => diags.push(
-            Diagnostic::new(top.clone(), "missing `groupDirs`")
+            Diagnostic::new(Code::MissingKey, top.clone(), "missing `groupDirs`")
                 .with_help("e.g. `groupDirs: {\"\": core, rbac.authorization.k8s.io: rbac}`"),
         ),
     }
     let mut kinds = Vec::new();
     let Some(list) = map.get_node("kinds").and_then(Node::as_sequence) else {
         diags.push(
-            Diagnostic::new(top, "missing `kinds`, the list of kinds to import")
+            Diagnostic::new(Code::MissingKey, top, "missing `kinds`, the list of kinds to import")
                 .with_help("e.g. `kinds: [{group: rbac.authorization.k8s.io, version: v1, kind: Role, description: ...}]`"),
         );
         return None;
@@ -272,7 +287,11 @@ fn parse_selection(file: &str, text: &str, diags: &mut Diagnostics) -> Option<Se
     for item in list.iter() {
         let at = loc(file, item);
         let Some(m) = item.as_mapping() else {
-            diags.push(Diagnostic::new(at, "a kind entry must be a mapping"));
+            diags.push(Diagnostic::new(
+                Code::WrongType,
+                at,
+                "a kind entry must be a mapping",
+            ));
             continue;
         };
         check_keys(file, m, KIND_KEYS, "a kind entry", diags);
@@ -284,14 +303,18 @@ fn parse_selection(file: &str, text: &str, diags: &mut Diagnostics) -> Option<Se
             get("kind", diags),
         ) else {
             diags.push(
-                Diagnostic::new(at, "a kind entry needs `group`, `version` and `kind`")
-                    .with_help("`group: \"\"` for the core group"),
+                Diagnostic::new(
+                    Code::MissingKey,
+                    at,
+                    "a kind entry needs `group`, `version` and `kind`",
+                )
+                .with_help("`group: \"\"` for the core group"),
             );
             continue;
         };
         let Some(description) = get("description", diags) else {
             diags.push(
-                Diagnostic::new(at, format!("`{kind}` needs `description`, one line in our own words"))
+                Diagnostic::new(Code::MissingKey, at, format!("`{kind}` needs `description`, one line in our own words"))
                     .with_help("upstream's descriptions are not imported; write what `kubectl explain` should say"),
             );
             continue;
@@ -307,6 +330,7 @@ fn parse_selection(file: &str, text: &str, diags: &mut Diagnostics) -> Option<Se
                 Value::Object(o) => o,
                 _ => {
                     diags.push(Diagnostic::new(
+                        Code::WrongType,
                         loc(file, n),
                         "`subresources` must map each upstream subresource to its hook or settings",
                     ));
@@ -337,6 +361,7 @@ fn parse_selection(file: &str, text: &str, diags: &mut Diagnostics) -> Option<Se
                 Some((_, Some("false"))) => false,
                 Some((n, _)) => {
                     diags.push(Diagnostic::new(
+                        Code::WrongType,
                         loc(file, n),
                         "`protobuf` must be true or false",
                     ));
@@ -473,7 +498,7 @@ fn parse_proto(file: &str, text: &str) -> Result<HashMap<String, Message>, Diagn
     let field = regex::Regex::new(
         r"^\s*(?:optional|repeated)?\s*(map<[^>]+>|[.\w]+)\s+(\w+)\s*=\s*(\d+)\s*(?:\[[^\]]*\])?\s*;",
     )
-    .map_err(|e| Diagnostic::new(top_location(file), e.to_string()))?;
+    .map_err(|e| Diagnostic::new(Code::Upstream, top_location(file), e.to_string()))?;
     let mut messages = HashMap::new();
     let mut current: Option<(String, Message)> = None;
     let mut package = String::new();
@@ -491,7 +516,11 @@ fn parse_proto(file: &str, text: &str) -> Result<HashMap<String, Message>, Diagn
             package = rest.trim_end_matches(';').trim().to_string();
         } else if let Some(rest) = line.strip_prefix("message ") {
             if current.is_some() {
-                return Err(Diagnostic::new(at(), "nested messages are not supported"));
+                return Err(Diagnostic::new(
+                    Code::Upstream,
+                    at(),
+                    "nested messages are not supported",
+                ));
             }
             let name = rest.trim_end_matches('{').trim().to_string();
             let message = Message {
@@ -509,13 +538,14 @@ fn parse_proto(file: &str, text: &str) -> Result<HashMap<String, Message>, Diagn
             }
             let Some(c) = field.captures(line) else {
                 return Err(Diagnostic::new(
+                    Code::Upstream,
                     at(),
                     format!("cannot read this field: `{line}`"),
                 ));
             };
             let num = c[3]
                 .parse()
-                .map_err(|_| Diagnostic::new(at(), "field number out of range"))?;
+                .map_err(|_| Diagnostic::new(Code::Upstream, at(), "field number out of range"))?;
             let type_ = c[1].to_string();
             message
                 .fields
@@ -524,6 +554,7 @@ fn parse_proto(file: &str, text: &str) -> Result<HashMap<String, Message>, Diagn
     }
     if current.is_some() {
         return Err(Diagnostic::new(
+            Code::Upstream,
             top_location(file),
             "a message is not closed",
         ));
@@ -563,8 +594,12 @@ impl Importer<'_> {
         if !self.docs.contains_key(path) {
             let file = format!("{}/{path}", self.label);
             let text = (self.read)(path).map_err(|e| {
-                Diagnostic::new(top_location(&file), format!("cannot read: {e}"))
-                    .with_help("pass the directory that holds upstream's openapi/ and proto/")
+                Diagnostic::new(
+                    Code::Upstream,
+                    top_location(&file),
+                    format!("cannot read: {e}"),
+                )
+                .with_help("pass the directory that holds upstream's openapi/ and proto/")
             })?;
             let json: Value = serde_json::from_str(&text).map_err(|e| {
                 let at = Location {
@@ -572,7 +607,7 @@ impl Importer<'_> {
                     line: e.line(),
                     column: e.column(),
                 };
-                Diagnostic::new(at, format!("invalid JSON: {e}"))
+                Diagnostic::new(Code::Syntax, at, format!("invalid JSON: {e}"))
             })?;
             self.docs.insert(path.to_string(), Doc { file, text, json });
         }
@@ -582,6 +617,7 @@ impl Importer<'_> {
     fn message(&mut self, component: &str, at: &Location) -> Result<Message, Diagnostic> {
         let Some((package, name)) = proto_name(component) else {
             return Err(Diagnostic::new(
+                Code::Upstream,
                 at.clone(),
                 format!("`{component}` has no protobuf package (not an io.k8s name)"),
             ));
@@ -608,7 +644,13 @@ impl Importer<'_> {
             );
             let file = format!("{}/{rel}", self.label);
             let parsed = (self.read)(&rel)
-                .map_err(|e| Diagnostic::new(top_location(&file), format!("cannot read: {e}")))
+                .map_err(|e| {
+                    Diagnostic::new(
+                        Code::Upstream,
+                        top_location(&file),
+                        format!("cannot read: {e}"),
+                    )
+                })
                 .and_then(|text| parse_proto(&file, &text));
             self.protos.insert(package.clone(), parsed);
         }
@@ -616,6 +658,7 @@ impl Importer<'_> {
             Err(d) => Err(d.clone()),
             Ok(messages) => messages.get(name).cloned().ok_or_else(|| {
                 Diagnostic::new(
+                    Code::Upstream,
                     at.clone(),
                     format!("no protobuf message `{name}` in package {package}"),
                 )
@@ -642,6 +685,7 @@ impl Importer<'_> {
             .map(|(name, _)| name.clone())
             .ok_or_else(|| {
                 Diagnostic::new(
+                    Code::Upstream,
                     e.at.clone(),
                     format!("upstream has no kind {} in {}", e.kind, doc_label),
                 )
@@ -650,6 +694,7 @@ impl Importer<'_> {
         let shape = self.rest_shape(&doc_file, e)?;
         let dir = sel.group_dirs.get(&e.group).ok_or_else(|| {
             Diagnostic::new(
+                Code::MissingKey,
                 e.at.clone(),
                 format!("no directory for group {:?} in `groupDirs`", e.group),
             )
@@ -660,6 +705,7 @@ impl Importer<'_> {
                 Some(s) if CREATE_HOOKS.contains(&s) => {}
                 _ => {
                     return Err(Diagnostic::new(
+                        Code::CreateOnly,
                         e.at.clone(),
                         format!(
                             "{} is create-only upstream: it needs `strategy`, its create hook",
@@ -670,10 +716,12 @@ impl Importer<'_> {
                 }
             }
         } else if let Some(s) = e.strategy.as_deref().filter(|s| !STRATEGIES.contains(s)) {
-            return Err(
-                Diagnostic::new(e.at.clone(), format!("unknown strategy `{s}`"))
-                    .with_help(format!("one of {}, or leave it out", STRATEGIES.join(", "))),
-            );
+            return Err(Diagnostic::new(
+                Code::UnknownValue,
+                e.at.clone(),
+                format!("unknown strategy `{s}`"),
+            )
+            .with_help(format!("one of {}, or leave it out", STRATEGIES.join(", "))));
         }
 
         let schema = self.kind_schema(&doc_file, &component, Some(&e.description))?;
@@ -686,7 +734,7 @@ impl Importer<'_> {
                 }
                 UpstreamSub::Scale => {
                     let Some(settings) = e.subresources.get("scale") else {
-                        return Err(Diagnostic::new(e.at.clone(), format!("{} has a scale subresource upstream; give its replica paths", e.kind))
+                        return Err(Diagnostic::new(Code::MissingKey, e.at.clone(), format!("{} has a scale subresource upstream; give its replica paths", e.kind))
                             .with_help("`subresources: {scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}}`"));
                     };
                     subresources.insert("scale".into(), yaml(settings));
@@ -697,6 +745,7 @@ impl Importer<'_> {
                 } => {
                     let Some(hook) = e.subresources.get(name).and_then(Value::as_str) else {
                         return Err(Diagnostic::new(
+                            Code::CreateOnly,
                             e.at.clone(),
                             format!(
                                 "{}/{name} takes a {} upstream; name its create hook",
@@ -707,6 +756,7 @@ impl Importer<'_> {
                     };
                     if !CREATE_HOOKS.contains(&hook) {
                         return Err(Diagnostic::new(
+                            Code::UnknownValue,
                             e.at.clone(),
                             format!("no create hook named `{hook}`"),
                         )
@@ -728,6 +778,7 @@ impl Importer<'_> {
         for name in e.subresources.keys() {
             if !shape.subresources.contains_key(name) {
                 return Err(Diagnostic::new(
+                    Code::Upstream,
                     e.at.clone(),
                     format!("upstream {} has no subresource `{name}`", shape.plural),
                 ));
@@ -790,7 +841,11 @@ impl Importer<'_> {
         }
         m.insert("schema".into(), schema);
         let body = serde_yaml::to_string(&m).map_err(|err| {
-            Diagnostic::new(e.at.clone(), format!("cannot write the definition: {err}"))
+            Diagnostic::new(
+                Code::Upstream,
+                e.at.clone(),
+                format!("cannot write the definition: {err}"),
+            )
         })?;
         let source = if sel.source.is_empty() {
             String::new()
@@ -873,6 +928,7 @@ impl Importer<'_> {
         }
         let plural = plural.ok_or_else(|| {
             Diagnostic::new(
+                Code::Upstream,
                 e.at.clone(),
                 format!("upstream serves no path for {} in {}", e.kind, doc.file),
             )
@@ -925,6 +981,7 @@ impl Importer<'_> {
                 }
                 _ => {
                     return Err(Diagnostic::new(
+                        Code::Upstream,
                         e.at.clone(),
                         format!(
                         "upstream's {plural}/{sub} ({}) is not a kind of subresource we serve yet",
@@ -944,6 +1001,7 @@ impl Importer<'_> {
             });
             if !served {
                 return Err(Diagnostic::new(
+                    Code::Upstream,
                     e.at.clone(),
                     format!("upstream {plural} has no subresource `{o}` to omit"),
                 ));
@@ -954,6 +1012,7 @@ impl Importer<'_> {
             shape.create_only = true;
             if !shape.subresources.is_empty() {
                 return Err(Diagnostic::new(
+                    Code::Upstream,
                     e.at.clone(),
                     format!("{} is create-only upstream but has subresources", e.kind),
                 ));
@@ -989,6 +1048,7 @@ impl Importer<'_> {
         let at = self.doc(doc_file)?.locate(component);
         let schema = Schema::from_json(&json).map_err(|e| {
             Diagnostic::new(
+                Code::Upstream,
                 at.clone(),
                 format!("the imported schema is not one we accept: {e}"),
             )
@@ -1008,6 +1068,7 @@ impl Importer<'_> {
         let at = doc.locate(name);
         if stack.iter().any(|s| s == name) {
             return Err(Diagnostic::new(
+                Code::Upstream,
                 at,
                 format!(
                     "`{name}` contains itself ({}); recursive schemas cannot be inlined",
@@ -1017,12 +1078,14 @@ impl Importer<'_> {
         }
         let Some(c) = doc.schemas().and_then(|s| s.get(name)).cloned() else {
             return Err(Diagnostic::new(
+                Code::Upstream,
                 top_location(&doc.file),
                 format!("no component schema `{name}`"),
             ));
         };
         let Some(c) = c.as_object() else {
             return Err(Diagnostic::new(
+                Code::Upstream,
                 at,
                 format!("`{name}` is not a schema object"),
             ));
@@ -1034,6 +1097,7 @@ impl Importer<'_> {
         };
         if self.numbered && top && message.number_of("metadata") != Some(1) {
             return Err(Diagnostic::new(
+                Code::Upstream,
                 at,
                 format!("the protobuf message of `{name}` does not have metadata as field 1"),
             ));
@@ -1066,7 +1130,7 @@ impl Importer<'_> {
                             None => match self.embedded_field(&message, prop, &json_props, &at, 0) {
                                 Some((via, n)) => (via, Some(n)),
                                 None => {
-                                    return Err(Diagnostic::new(
+                                    return Err(Diagnostic::new(Code::Upstream,
                                         at.clone(),
                                         format!("`{here}` has no field in the protobuf message"),
                                     )
@@ -1107,6 +1171,7 @@ impl Importer<'_> {
                 other => {
                     stack.pop();
                     return Err(Diagnostic::new(
+                        Code::Upstream,
                         at,
                         format!("`{name}` uses `{other}`, which the importer does not know"),
                     ));
@@ -1161,6 +1226,7 @@ impl Importer<'_> {
     ) -> Result<Value, Diagnostic> {
         let Some(p) = p.as_object() else {
             return Err(Diagnostic::new(
+                Code::Upstream,
                 at.clone(),
                 format!("`{here}` is not a schema object"),
             ));
@@ -1199,6 +1265,7 @@ impl Importer<'_> {
                 }
                 "properties" => {
                     return Err(Diagnostic::new(
+                        Code::Upstream,
                         at.clone(),
                         format!(
                         "`{here}` declares properties inline; built-in schemas name a component"
@@ -1211,6 +1278,7 @@ impl Importer<'_> {
                 }
                 other => {
                     return Err(Diagnostic::new(
+                        Code::Upstream,
                         at.clone(),
                         format!("`{here}` uses `{other}`, which the importer does not know"),
                     ))
@@ -1231,6 +1299,7 @@ impl Importer<'_> {
             .and_then(Value::as_object)
         else {
             return Err(Diagnostic::new(
+                Code::Upstream,
                 top_location(&doc.file),
                 format!("no component schema `{name}`"),
             ));
@@ -1269,6 +1338,7 @@ impl Importer<'_> {
             format => {
                 let Some(t) = c.get("type") else {
                     return Err(Diagnostic::new(
+                        Code::Upstream,
                         at,
                         format!("`{name}` has no type the importer understands"),
                     ));

@@ -15,7 +15,7 @@ pub mod model;
 pub mod names;
 pub mod validate;
 
-pub use diagnostics::{Diagnostic, Diagnostics, Location};
+pub use diagnostics::{Code, Diagnostic, Diagnostics, Location};
 pub use emit::{openapi_documents, GeneratedFile, OpenApiDocuments, GENERATED_DIR};
 
 /// A definition file's path (relative to the workspace root) and text.
@@ -29,14 +29,17 @@ pub struct SourceFile {
 pub fn load_definitions(sources: &[SourceFile]) -> Result<Vec<model::ResourceDef>, Diagnostics> {
     let mut diags = Diagnostics::default();
     let mut defs = Vec::new();
+    let mut keys = validate::KeyLocations::new();
     for src in sources {
         if src.path.ends_with(".yaml") || src.path.ends_with(".yml") {
-            defs.extend(load::yaml::load(&src.path, &src.text, &mut diags));
+            defs.extend(load::yaml::load_located(
+                &src.path, &src.text, &mut diags, &mut keys,
+            ));
         } else if src.path.ends_with(".rs") {
             let found = load::rust::load(&src.path, &src.text, &mut diags);
             if found.is_empty() && diags.is_empty() {
                 diags.push(
-                    Diagnostic::new(Location { file: src.path.clone(), line: 1, column: 1 }, "no #[derive(Resource)] struct in this file")
+                    Diagnostic::new(Code::RustShape, Location { file: src.path.clone(), line: 1, column: 1 }, "no #[derive(Resource)] struct in this file")
                         .with_help("add #[derive(Resource)] and #[resource(group = .., version = .., kind = ..)] to a struct, or move the file out of api-defs/"),
                 );
             }
@@ -44,7 +47,7 @@ pub fn load_definitions(sources: &[SourceFile]) -> Result<Vec<model::ResourceDef
         }
     }
     defs.sort_by(|a, b| (&a.group, &a.version, &a.kind).cmp(&(&b.group, &b.version, &b.kind)));
-    validate::validate(&defs, &mut diags);
+    validate::validate_located(&defs, &keys, &mut diags);
     if diags.is_empty() {
         Ok(defs)
     } else {

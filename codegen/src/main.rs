@@ -14,6 +14,8 @@ fn main() -> ExitCode {
     let mut import: Option<Option<PathBuf>> = None;
     let mut out: Option<PathBuf> = None;
     let mut apiservice: Option<ApiServiceArgs> = None;
+    // `docs`: write only the Markdown API reference.
+    let mut docs = false;
     let mut args = env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -39,6 +41,7 @@ fn main() -> ExitCode {
             dir if matches!(import, Some(None)) && !dir.starts_with('-') => {
                 import = Some(Some(PathBuf::from(dir)))
             }
+            "docs" if crds.is_none() && import.is_none() && apiservice.is_none() => docs = true,
             "crd" if crds.is_none() => crds = Some(Vec::new()),
             path if crds.is_some() && !path.starts_with('-') => {
                 crds.get_or_insert_with(Vec::new).push(path.to_string())
@@ -48,6 +51,12 @@ fn main() -> ExitCode {
                 Some(r) => root = PathBuf::from(r),
                 None => return usage("--root needs a directory"),
             },
+            "--explain" => {
+                let Some(name) = args.next() else {
+                    return usage("--explain needs a code, e.g. `--explain E0002`");
+                };
+                return explain(&name);
+            }
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -86,7 +95,12 @@ fn main() -> ExitCode {
             }
         };
     }
-    match run(&root, check) {
+    let scope = if docs {
+        format!("{GENERATED_DIR}/{}", codegen::emit::reference::DIR)
+    } else {
+        GENERATED_DIR.to_string()
+    };
+    match run(&root, check, &scope) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
@@ -95,13 +109,19 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: cargo run -p codegen [-- [--check] [--root DIR]]
+const USAGE: &str = "usage: cargo run -p codegen [-- [docs] [--check] [--root DIR]]
+       cargo run -p codegen -- --explain CODE
        cargo run -p codegen -- crd [DEFINITION...] [--root DIR]
        cargo run -p codegen -- import-openapi UPSTREAM-DIR [--out DIR] [--root DIR]
        cargo run -p codegen -- apiservice --service NAMESPACE/NAME [--port N] [--ca-file FILE]
-  Regenerates server/src/generated/ from api-defs/.
+  Regenerates server/src/generated/ from api-defs/: the typed Rust, the catalog, the
+  OpenAPI documents (openapi/), the Markdown API reference (reference/) and the CRD
+  manifests of the custom kinds (crds/).
+  docs        only the Markdown API reference, one page per group-version
   --check     write nothing; exit 1 naming each stale file
   --root DIR  the workspace root (default: the one codegen was built in)
+  --explain CODE  print the longer explanation of a diagnostic code (E0002), with an
+              erroneous example and its fix
   crd         print the CustomResourceDefinition manifest of each DEFINITION file
               (paths under the root; default: every custom definition), as YAML
   import-openapi  write the definitions api-defs/upstream.yaml selects, from upstream's
@@ -110,6 +130,31 @@ const USAGE: &str = "usage: cargo run -p codegen [-- [--check] [--root DIR]]
   apiservice  print an APIService per group-version of the custom definitions, pointing
               at Service NAMESPACE/NAME port N (default 443), trusting the PEM CA in
               FILE (without one: insecureSkipTLSVerify), as YAML";
+
+/// `--explain E0xxx`: the code's explanation, or the list of codes for an unknown one.
+fn explain(name: &str) -> ExitCode {
+    match codegen::Code::parse(name) {
+        Some(code) => {
+            print!("{}", code.explanation());
+            ExitCode::SUCCESS
+        }
+        None => {
+            eprintln!("error: `{name}` is not a codegen diagnostic code; the codes are:");
+            for c in codegen::Code::ALL {
+                eprintln!("  {c}  {}", c.title());
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Prints `diags` as rustc draws errors, with the lines of the files under `root`.
+fn report(root: &Path, diags: &codegen::Diagnostics) {
+    eprint!(
+        "{}",
+        diags.render(&|path| fs::read_to_string(root.join(path)).ok())
+    );
+}
 
 fn usage(problem: &str) -> ExitCode {
     eprintln!("error: {problem}\n{USAGE}");
@@ -142,17 +187,23 @@ fn sources(root: &Path) -> std::io::Result<Vec<SourceFile>> {
     Ok(sources)
 }
 
-fn run(root: &Path, check: bool) -> std::io::Result<ExitCode> {
+/// Writes (or with `check`, compares) the generated files under `scope`, a directory
+/// codegen owns: the whole generated directory, or its `reference/` for `docs`.
+fn run(root: &Path, check: bool, scope: &str) -> std::io::Result<ExitCode> {
     let sources = sources(root)?;
     let files = match generate(&sources) {
         Ok(f) => f,
         Err(diags) => {
-            eprintln!("{diags}");
+            report(root, &diags);
             return Ok(ExitCode::FAILURE);
         }
     };
+    let files: Vec<_> = files
+        .into_iter()
+        .filter(|f| f.path.starts_with(&format!("{scope}/")))
+        .collect();
 
-    let gen_dir = root.join(GENERATED_DIR);
+    let gen_dir = root.join(scope);
     let mut existing = Vec::new();
     if gen_dir.exists() {
         collect_all(&gen_dir, &mut existing)?;
@@ -211,7 +262,7 @@ fn import_openapi(root: &Path, upstream: &Path, out: &Path) -> std::io::Result<E
     let files = match codegen::import::import(&rel, &selection, &label, &read) {
         Ok(f) => f,
         Err(diags) => {
-            eprintln!("{diags}");
+            report(root, &diags);
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -260,7 +311,7 @@ fn print_apiservices(root: &Path, a: ApiServiceArgs) -> std::io::Result<ExitCode
     let defs = match codegen::load_definitions(&sources(root)?) {
         Ok(d) => d,
         Err(diags) => {
-            eprintln!("{diags}");
+            report(root, &diags);
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -283,7 +334,7 @@ fn crd(root: &Path, paths: &[String]) -> std::io::Result<ExitCode> {
     let defs = match codegen::load_definitions(&sources(root)?) {
         Ok(d) => d,
         Err(diags) => {
-            eprintln!("{diags}");
+            report(root, &diags);
             return Ok(ExitCode::FAILURE);
         }
     };

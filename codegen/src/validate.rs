@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::diagnostics::{Diagnostic, Diagnostics, Location};
+use crate::diagnostics::{Code, Diagnostic, Diagnostics, Location};
 use crate::model::{
     PrinterColumn, ResourceDef, ScaleSubresource, Schema, CREATE_HOOKS, STRATEGIES,
 };
@@ -12,36 +12,59 @@ use crate::names::{is_api_version, is_dns_label, is_dns_subdomain, is_kind};
 const TYPES: &[&str] = &["object", "array", "string", "integer", "number", "boolean"];
 const COLUMN_TYPES: &[&str] = &["integer", "number", "string", "boolean", "date"];
 
+/// Where a loader saw each top-level key of a definition: (file, key) → the position of
+/// its value, so errors about a key point at it rather than at the definition.
+pub type KeyLocations = BTreeMap<(String, String), Location>;
+
 /// Validates every definition and the set as a whole.
 pub fn validate(defs: &[ResourceDef], diags: &mut Diagnostics) {
+    validate_located(defs, &KeyLocations::new(), diags)
+}
+
+/// [`validate`], pointing errors about a key at the position `keys` gives for it.
+pub fn validate_located(defs: &[ResourceDef], keys: &KeyLocations, diags: &mut Diagnostics) {
     let mut by_plural: BTreeMap<(String, String, String), &Location> = BTreeMap::new();
     let mut by_kind: BTreeMap<(String, String, String), &Location> = BTreeMap::new();
     let mut short_names: BTreeMap<String, &Location> = BTreeMap::new();
 
     for d in defs {
         let at = &d.location;
-        let err =
-            |msg: String, help: &str| Diagnostic::new(at.clone(), msg).with_help(help.to_string());
+        let key_at = |key: &str| {
+            keys.get(&(at.file.clone(), key.to_string()))
+                .unwrap_or(at)
+                .clone()
+        };
+        let err = |key: &str, code: Code, msg: String, help: &str| {
+            Diagnostic::new(code, key_at(key), msg).with_help(help.to_string())
+        };
         if !d.group.is_empty() && !is_dns_subdomain(&d.group) {
             diags.push(err(
+                "group",
+                Code::InvalidName,
                 format!("group `{}` is not a DNS subdomain", d.group),
                 "use lower-case dot-separated words, e.g. `example.dev`",
             ));
         }
         if !is_api_version(&d.version) {
             diags.push(err(
+                "version",
+                Code::InvalidName,
                 format!("version `{}` is not a Kubernetes API version", d.version),
                 "use `v1`, `v1beta1` or `v1alpha1` style",
             ));
         }
         if !is_kind(&d.kind) {
             diags.push(err(
+                "kind",
+                Code::InvalidName,
                 format!("kind `{}` must be UpperCamelCase ASCII", d.kind),
                 "e.g. `kind: Widget`",
             ));
         }
         if !is_kind(&d.list_kind) {
             diags.push(err(
+                "listKind",
+                Code::InvalidName,
                 format!("listKind `{}` must be UpperCamelCase ASCII", d.list_kind),
                 "e.g. `listKind: WidgetList`",
             ));
@@ -49,6 +72,8 @@ pub fn validate(defs: &[ResourceDef], diags: &mut Diagnostics) {
         for (what, value) in [("plural", &d.plural), ("singular", &d.singular)] {
             if !is_dns_label(value) {
                 diags.push(err(
+                    what,
+                    Code::InvalidName,
                     format!("{what} `{value}` must be a lower-case DNS label"),
                     "e.g. `widgets`",
                 ));
@@ -57,11 +82,15 @@ pub fn validate(defs: &[ResourceDef], diags: &mut Diagnostics) {
         for s in &d.short_names {
             if !is_dns_label(s) {
                 diags.push(err(
+                    "shortNames",
+                    Code::InvalidName,
                     format!("short name `{s}` must be a lower-case DNS label"),
                     "e.g. `wd`",
                 ));
             } else if let Some(prev) = short_names.insert(s.clone(), at) {
                 diags.push(err(
+                    "shortNames",
+                    Code::NameTaken,
                     format!("short name `{s}` is already used by the definition at {prev}"),
                     "pick another short name",
                 ));
@@ -70,6 +99,8 @@ pub fn validate(defs: &[ResourceDef], diags: &mut Diagnostics) {
         let gv = (d.group.clone(), d.version.clone());
         if let Some(prev) = by_plural.insert((gv.0.clone(), gv.1.clone(), d.plural.clone()), at) {
             diags.push(err(
+                "kind",
+                Code::NameTaken,
                 format!(
                     "resource `{}` in `{}` is already defined at {prev}",
                     d.plural,
@@ -80,6 +111,8 @@ pub fn validate(defs: &[ResourceDef], diags: &mut Diagnostics) {
         }
         if let Some(prev) = by_kind.insert((gv.0, gv.1, d.kind.clone()), at) {
             diags.push(err(
+                "kind",
+                Code::NameTaken,
                 format!(
                     "kind `{}` in `{}` is already defined at {prev}",
                     d.kind,
@@ -90,21 +123,30 @@ pub fn validate(defs: &[ResourceDef], diags: &mut Diagnostics) {
         }
 
         if d.schema.has_protobuf() && !d.builtin {
-            diags.push(err(
+            diags.push(err("kind", Code::Protobuf,
                 format!("kind `{}` has protobuf field numbers but is not built-in", d.kind),
                 "add `builtin: true` (only Kubernetes' own kinds speak protobuf) or remove the `x-protobuf-field` numbers",
             ));
         }
         if d.create_only {
-            check_hook_name(d.strategy.as_deref(), "a create-only kind", at, diags);
+            check_hook_name(
+                d.strategy.as_deref(),
+                "a create-only kind",
+                &key_at("strategy"),
+                diags,
+            );
             if d.subresources != Default::default() {
                 diags.push(err(
+                    "subresources",
+                    Code::CreateOnly,
                     format!("create-only kind `{}` declares subresources", d.kind),
                     "a kind that is not stored has no objects to address; remove `subresources`",
                 ));
             }
             if !d.selectable_fields.is_empty() {
                 diags.push(err(
+                    "selectableFields",
+                    Code::CreateOnly,
                     format!("create-only kind `{}` declares selectableFields", d.kind),
                     "a kind that is not stored cannot be listed; remove `selectableFields`",
                 ));
@@ -121,42 +163,51 @@ pub fn validate(defs: &[ResourceDef], diags: &mut Diagnostics) {
                     STRATEGIES.join(", ")
                 ),
             };
-            diags.push(err(format!("unknown strategy `{s}`"), &help));
+            diags.push(err(
+                "strategy",
+                Code::UnknownValue,
+                format!("unknown strategy `{s}`"),
+                &help,
+            ));
         }
         if let Some(p) = &d.open_api_prefix {
-            check_open_api_prefix(p, at, diags);
+            check_open_api_prefix(p, &key_at("openAPIPrefix"), diags);
         }
         let mut sub_names: BTreeSet<&str> = BTreeSet::new();
         for sub in &d.subresources.create_only {
             let sat = sub.schema.location.clone().unwrap_or_else(|| at.clone());
-            let serr = |msg: String, help: &str| {
-                Diagnostic::new(sat.clone(), msg).with_help(help.to_string())
+            let serr = |code: Code, msg: String, help: &str| {
+                Diagnostic::new(code, sat.clone(), msg).with_help(help.to_string())
             };
             if !is_dns_label(&sub.name) || ["status", "scale"].contains(&sub.name.as_str()) {
-                diags.push(serr(
+                diags.push(serr(Code::InvalidName,
                     format!("create-only subresource name `{}` must be a lower-case DNS label other than status and scale", sub.name),
                     "e.g. `name: token`",
                 ));
             } else if !sub_names.insert(&sub.name) {
                 diags.push(serr(
+                    Code::Duplicate,
                     format!("subresource `{}` is declared twice", sub.name),
                     "keep one",
                 ));
             }
             if !sub.group.is_empty() && !is_dns_subdomain(&sub.group) {
                 diags.push(serr(
+                    Code::InvalidName,
                     format!("group `{}` is not a DNS subdomain", sub.group),
                     "e.g. `authentication.k8s.io`, or `\"\"` for the core group",
                 ));
             }
             if !is_api_version(&sub.version) {
                 diags.push(serr(
+                    Code::InvalidName,
                     format!("version `{}` is not a Kubernetes API version", sub.version),
                     "e.g. `v1`",
                 ));
             }
             if !is_kind(&sub.kind) {
                 diags.push(serr(
+                    Code::InvalidName,
                     format!("kind `{}` must be UpperCamelCase ASCII", sub.kind),
                     "e.g. `kind: TokenRequest`",
                 ));
@@ -172,6 +223,7 @@ pub fn validate(defs: &[ResourceDef], diags: &mut Diagnostics) {
             }
             if sub.schema.has_protobuf() && !d.builtin {
                 diags.push(serr(
+                    Code::Protobuf,
                     format!(
                         "subresource `{}` has protobuf field numbers but `{}` is not built-in",
                         sub.name, d.kind
@@ -201,6 +253,7 @@ fn check_hook_name(name: Option<&str>, what: &str, at: &Location, diags: &mut Di
     match name {
         None => diags.push(
             Diagnostic::new(
+                Code::CreateOnly,
                 at.clone(),
                 format!("{what} needs `strategy`, the hook that answers its creates"),
             )
@@ -208,6 +261,7 @@ fn check_hook_name(name: Option<&str>, what: &str, at: &Location, diags: &mut Di
         ),
         Some(n) if !CREATE_HOOKS.contains(&n) => diags.push(
             Diagnostic::new(
+                Code::UnknownValue,
                 at.clone(),
                 format!("the server has no create hook named `{n}`"),
             )
@@ -227,6 +281,7 @@ fn check_open_api_prefix(p: &str, at: &Location, diags: &mut Diagnostics) {
     if !p.split('.').all(word_ok) {
         diags.push(
             Diagnostic::new(
+                Code::InvalidName,
                 at.clone(),
                 format!("openAPIPrefix `{p}` must be dot-separated words"),
             )
@@ -244,21 +299,30 @@ pub fn validate_parts(
     at: &Location,
     diags: &mut Diagnostics,
 ) {
-    let err =
-        |msg: String, help: &str| Diagnostic::new(at.clone(), msg).with_help(help.to_string());
+    let err = |code: Code, msg: String, help: &str| {
+        Diagnostic::new(code, at.clone(), msg).with_help(help.to_string())
+    };
     if schema.type_.as_deref() != Some("object") {
         let loc = schema.location.clone().unwrap_or_else(|| at.clone());
         diags.push(
-            Diagnostic::new(loc, "the top-level schema must be `type: object`")
-                .with_help("write `type: object` with the kind's `properties`"),
+            Diagnostic::new(
+                Code::SchemaType,
+                loc,
+                "the top-level schema must be `type: object`",
+            )
+            .with_help("write `type: object` with the kind's `properties`"),
         );
     }
     for (name, prop) in &schema.properties {
         if ["apiVersion", "kind", "metadata"].contains(&name.as_str()) {
             let loc = prop.location.clone().unwrap_or_else(|| at.clone());
             diags.push(
-                Diagnostic::new(loc, format!("`{name}` is implied and must not be declared"))
-                    .with_help("remove it; every kind gets apiVersion, kind and metadata"),
+                Diagnostic::new(
+                    Code::ImpliedField,
+                    loc,
+                    format!("`{name}` is implied and must not be declared"),
+                )
+                .with_help("remove it; every kind gets apiVersion, kind and metadata"),
             );
         }
     }
@@ -267,12 +331,14 @@ pub fn validate_parts(
     for c in columns {
         if !COLUMN_TYPES.contains(&c.type_.as_str()) {
             diags.push(err(
+                Code::UnknownValue,
                 format!("printer column `{}` has unknown type `{}`", c.name, c.type_),
                 "use integer, number, string, boolean or date",
             ));
         }
         if !c.json_path.starts_with('.') {
             diags.push(err(
+                Code::FieldPath,
                 format!(
                     "printer column `{}` jsonPath `{}` must start with `.`",
                     c.name, c.json_path
@@ -284,6 +350,7 @@ pub fn validate_parts(
     if let Some(scale) = scale {
         if !scale.spec_replicas_path.starts_with(".spec.") {
             diags.push(err(
+                Code::FieldPath,
                 format!(
                     "specReplicasPath `{}` must be under `.spec`",
                     scale.spec_replicas_path
@@ -293,6 +360,7 @@ pub fn validate_parts(
         }
         if !scale.status_replicas_path.starts_with(".status.") {
             diags.push(err(
+                Code::FieldPath,
                 format!(
                     "statusReplicasPath `{}` must be under `.status`",
                     scale.status_replicas_path
@@ -306,11 +374,14 @@ pub fn validate_parts(
 /// Selectable fields must name a scalar field the schema declares (as CRDs require).
 fn check_selectable_fields(d: &ResourceDef, diags: &mut Diagnostics) {
     for path in &d.selectable_fields {
-        let err = |msg: String| Diagnostic::new(d.location.clone(), msg);
+        let err = |code: Code, msg: String| Diagnostic::new(code, d.location.clone(), msg);
         let Some(rest) = path.strip_prefix('.') else {
             diags.push(
-                err(format!("selectable field `{path}` must start with `.`"))
-                    .with_help("e.g. `.spec.color`"),
+                err(
+                    Code::FieldPath,
+                    format!("selectable field `{path}` must start with `.`"),
+                )
+                .with_help("e.g. `.spec.color`"),
             );
             continue;
         };
@@ -327,15 +398,17 @@ fn check_selectable_fields(d: &ResourceDef, diags: &mut Diagnostics) {
         }
         if !found {
             diags.push(
-                err(format!(
-                    "selectable field `{path}` is not a field of the schema"
-                ))
+                err(
+                    Code::UndeclaredField,
+                    format!("selectable field `{path}` is not a field of the schema"),
+                )
                 .with_help("name a declared property, e.g. `.spec.color`"),
             );
         } else if !matches!(s.type_.as_deref(), Some("string" | "integer" | "boolean")) {
-            diags.push(err(format!(
-                "selectable field `{path}` must be a string, integer or boolean"
-            )));
+            diags.push(err(
+                Code::FieldPath,
+                format!("selectable field `{path}` must be a string, integer or boolean"),
+            ));
         }
     }
 }
@@ -349,7 +422,11 @@ fn check_schema(s: &Schema, fallback: &Location, path: &str, diags: &mut Diagnos
     };
     match s.type_.as_deref() {
         Some(t) if !TYPES.contains(&t) => {
-            let mut d = Diagnostic::new(at.clone(), format!("{here} has unknown type `{t}`"));
+            let mut d = Diagnostic::new(
+                Code::SchemaType,
+                at.clone(),
+                format!("{here} has unknown type `{t}`"),
+            );
             d = d.with_help(match crate::diagnostics::suggest(t, TYPES) {
                 Some(s) => format!("did you mean `{s}`?"),
                 None => format!("use one of: {}", TYPES.join(", ")),
@@ -357,20 +434,29 @@ fn check_schema(s: &Schema, fallback: &Location, path: &str, diags: &mut Diagnos
             diags.push(d);
         }
         None if !s.int_or_string && !s.preserve_unknown_fields => diags.push(
-            Diagnostic::new(at.clone(), format!("{here} has no `type`"))
-                .with_help("add `type:` (object, array, string, integer, number or boolean)"),
+            Diagnostic::new(
+                Code::SchemaType,
+                at.clone(),
+                format!("{here} has no `type`"),
+            )
+            .with_help("add `type:` (object, array, string, integer, number or boolean)"),
         ),
         _ => {}
     }
     let is = |t: &str| s.type_.as_deref() == Some(t);
     if is("array") && s.items.is_none() {
         diags.push(
-            Diagnostic::new(at.clone(), format!("{here} is an array without `items`"))
-                .with_help("add `items:` with the element schema"),
+            Diagnostic::new(
+                Code::SchemaType,
+                at.clone(),
+                format!("{here} is an array without `items`"),
+            )
+            .with_help("add `items:` with the element schema"),
         );
     }
     if !is("array") && s.items.is_some() {
         diags.push(Diagnostic::new(
+            Code::SchemaType,
             at.clone(),
             format!("{here} has `items` but is not `type: array`"),
         ));
@@ -378,6 +464,7 @@ fn check_schema(s: &Schema, fallback: &Location, path: &str, diags: &mut Diagnos
     if !is("object") && (!s.properties.is_empty() || s.additional_properties.is_some()) {
         diags.push(
             Diagnostic::new(
+                Code::SchemaType,
                 at.clone(),
                 format!("{here} has properties but is not `type: object`"),
             )
@@ -391,6 +478,7 @@ fn check_schema(s: &Schema, fallback: &Location, path: &str, diags: &mut Diagnos
     {
         diags.push(
             Diagnostic::new(
+                Code::NonStructural,
                 at.clone(),
                 format!("{here} has both `properties` and `additionalProperties`"),
             )
@@ -401,6 +489,7 @@ fn check_schema(s: &Schema, fallback: &Location, path: &str, diags: &mut Diagnos
     for r in &s.required {
         if !names.contains(r.as_str()) {
             diags.push(Diagnostic::new(
+                Code::UndeclaredField,
                 at.clone(),
                 format!("{here} requires `{r}`, which is not among its properties"),
             ));
@@ -410,6 +499,7 @@ fn check_schema(s: &Schema, fallback: &Location, path: &str, diags: &mut Diagnos
         if !["atomic", "set", "map"].contains(&lt.as_str()) {
             diags.push(
                 Diagnostic::new(
+                    Code::UnknownValue,
                     at.clone(),
                     format!("{here}: unknown x-kubernetes-list-type `{lt}`"),
                 )
@@ -418,6 +508,7 @@ fn check_schema(s: &Schema, fallback: &Location, path: &str, diags: &mut Diagnos
         }
         if lt == "map" && s.list_map_keys.is_empty() {
             diags.push(Diagnostic::new(
+                Code::NonStructural,
                 at.clone(),
                 format!("{here}: list-type map needs x-kubernetes-list-map-keys"),
             ));
@@ -428,6 +519,7 @@ fn check_schema(s: &Schema, fallback: &Location, path: &str, diags: &mut Diagnos
         if !PATCH_STRATEGIES.contains(&ps.as_str()) {
             diags.push(
                 Diagnostic::new(
+                    Code::UnknownValue,
                     at.clone(),
                     format!("{here}: unknown x-kubernetes-patch-strategy `{ps}`"),
                 )
@@ -439,6 +531,7 @@ fn check_schema(s: &Schema, fallback: &Location, path: &str, diags: &mut Diagnos
         if !["atomic", "granular"].contains(&mt.as_str()) {
             diags.push(
                 Diagnostic::new(
+                    Code::UnknownValue,
                     at.clone(),
                     format!("{here}: unknown x-kubernetes-map-type `{mt}`"),
                 )
@@ -449,6 +542,7 @@ fn check_schema(s: &Schema, fallback: &Location, path: &str, diags: &mut Diagnos
     if let Some(p) = &s.pattern {
         if p.is_empty() {
             diags.push(Diagnostic::new(
+                Code::InvalidPattern,
                 at.clone(),
                 format!("{here} has an empty pattern"),
             ));
@@ -456,15 +550,20 @@ fn check_schema(s: &Schema, fallback: &Location, path: &str, diags: &mut Diagnos
     }
     if let Some(p) = s.pattern.as_deref().filter(|p| !p.is_empty()) {
         if let Err(e) = regex::Regex::new(p) {
-            diags.push(Diagnostic::new(
-                at.clone(),
-                format!("{here} has a pattern that does not compile: {e}"),
-            ));
+            diags.push(
+                Diagnostic::new(
+                    Code::InvalidPattern,
+                    at.clone(),
+                    format!("{here} has a pattern that does not compile"),
+                )
+                .with_note(e.to_string()),
+            );
         }
     }
     if s.unique_items {
         diags.push(
             Diagnostic::new(
+                Code::NonStructural,
                 at.clone(),
                 format!("{here} sets `uniqueItems: true`, which checks every pair of items"),
             )
@@ -473,6 +572,7 @@ fn check_schema(s: &Schema, fallback: &Location, path: &str, diags: &mut Diagnos
     }
     if s.embedded_resource && !is("object") {
         diags.push(Diagnostic::new(
+            Code::SchemaType,
             at.clone(),
             format!("{here} is an embedded resource but not `type: object`"),
         ));
@@ -547,7 +647,12 @@ fn check_value_validation(
     for (keyword, set) in forbidden {
         if set {
             diags.push(
-                Diagnostic::new(at.clone(), format!("{here} must not set `{keyword}`")).with_help(
+                Diagnostic::new(
+                    Code::NonStructural,
+                    at.clone(),
+                    format!("{here} must not set `{keyword}`"),
+                )
+                .with_help(
                     "value validations only add checks; declare structure in the schema itself",
                 ),
             );
@@ -559,6 +664,7 @@ fn check_value_validation(
                 check_value_validation(prop, declared, &at, &format!("{here}.{name}"), diags)
             }
             None => diags.push(Diagnostic::new(
+                Code::UndeclaredField,
                 at.clone(),
                 format!("{here} names `{name}`, which the schema does not declare"),
             )),
@@ -570,6 +676,7 @@ fn check_value_validation(
                 check_value_validation(items, declared, &at, &format!("{here}[]"), diags)
             }
             None => diags.push(Diagnostic::new(
+                Code::UndeclaredField,
                 at.clone(),
                 format!("{here} has `items`, which the schema does not declare"),
             )),
@@ -593,6 +700,7 @@ fn check_protobuf_fields(s: &Schema, fallback: &Location, top: bool, diags: &mut
                 let at = prop.location.clone().unwrap_or_else(|| fallback.clone());
                 diags.push(
                     Diagnostic::new(
+                        Code::Protobuf,
                         at,
                         format!("protobuf field {n} of `{name}` is already used by `{prev}`"),
                     )

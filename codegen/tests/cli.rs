@@ -20,12 +20,17 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn codegen(root: &Path, check: bool) -> std::process::Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_codegen"));
-    cmd.arg("--root").arg(root);
-    if check {
-        cmd.arg("--check");
-    }
-    cmd.output().unwrap()
+    codegen_with(root, if check { &["--check"] } else { &[] })
+}
+
+/// The binary on the tree at `root`, with `args`.
+fn codegen_with(root: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_codegen"))
+        .arg("--root")
+        .arg(root)
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn workspace() -> tempfile::TempDir {
@@ -85,7 +90,7 @@ fn removed_definitions_leave_no_stale_files_behind() {
 }
 
 #[test]
-fn a_bad_definition_writes_nothing_and_names_file_line_column() {
+fn a_bad_definition_writes_nothing_and_shows_the_coded_error_under_its_line() {
     let tmp = workspace();
     let root = tmp.path();
     let before = fs::read_to_string(root.join("server/src/generated/catalog.json")).unwrap();
@@ -93,11 +98,20 @@ fn a_bad_definition_writes_nothing_and_names_file_line_column() {
     let out = codegen(root, false);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
+    // As rustc draws errors: code, position, the line with a caret under the span, help.
+    let expected = "error[E0010]: `spec` has unknown type `strin`
+ --> api-defs/examples/oops.yaml:8:5
+  |
+8 |     spec:
+  |     ^^^^
+  |
+  = help: did you mean `string`?
+";
+    assert!(stderr.contains(expected), "{stderr}");
     assert!(
-        stderr.contains("api-defs/examples/oops.yaml:8:5: error: `spec` has unknown type `strin`"),
+        stderr.contains("try `cargo run -p codegen -- --explain E0010`"),
         "{stderr}"
     );
-    assert!(stderr.contains("did you mean `string`?"), "{stderr}");
     assert_eq!(
         fs::read_to_string(root.join("server/src/generated/catalog.json")).unwrap(),
         before
@@ -210,4 +224,70 @@ fn apiservice_prints_one_api_service_per_custom_group_version() {
     let missing = run(&[]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("--service NAMESPACE/NAME"));
+}
+
+#[test]
+fn explain_prints_the_codes_explanation_and_lists_the_codes_for_an_unknown_one() {
+    let out = Command::new(env!("CARGO_BIN_EXE_codegen"))
+        .args(["--explain", "E0002"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("# E0002: a key that is not part of the grammar\n"),
+        "{text}"
+    );
+    assert!(text.contains("shortNames: [wd]"), "{text}");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_codegen"))
+        .args(["--explain", "E9999"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("`E9999` is not a codegen diagnostic code"),
+        "{text}"
+    );
+    assert!(text.contains("  E0019  upstream's documents"), "{text}");
+}
+
+#[test]
+fn docs_writes_only_the_reference_and_check_catches_a_stale_page() {
+    let tmp = workspace();
+    let root = tmp.path();
+    let page = root.join("server/src/generated/reference/apis__example.dev__v1.md");
+    let catalog = root.join("server/src/generated/catalog.json");
+    let catalog_before = fs::read_to_string(&catalog).unwrap();
+
+    // A hand edit of a page is stale.
+    fs::write(&page, "edited by hand\n").unwrap();
+    let out = codegen(root, true);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("stale: server/src/generated/reference/apis__example.dev__v1.md"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // `docs` after a definition changed: the page follows, nothing else is written.
+    let widget = root.join("api-defs/examples/widget.yaml");
+    let text = fs::read_to_string(&widget)
+        .unwrap()
+        .replace("Colour of the widget.", "The widget's paint.");
+    fs::write(&widget, text).unwrap();
+    let out = codegen_with(root, &["docs"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page_text = fs::read_to_string(&page).unwrap();
+    assert!(
+        page_text.contains("| `color` *(required)* | string | The widget's paint. One of `red`, `green`, `blue`. |"),
+        "{page_text}"
+    );
+    assert_eq!(fs::read_to_string(&catalog).unwrap(), catalog_before);
 }

@@ -101,7 +101,8 @@ fn bad_upstream_data_is_reported_with_positions() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("up/openapi/v3/api__v1_openapi.json:3:") && err.contains("invalid JSON"),
+        err.contains("error[E0001]: invalid JSON")
+            && err.contains("up/openapi/v3/api__v1_openapi.json:2:"),
         "{err}"
     );
     assert!(

@@ -34,7 +34,8 @@
 //! Keys may be split over several `#[resource(...)]` attributes. Every mistake is
 //! reported at once, each at its own span: unknown keys (with a "did you mean"
 //! suggestion), values of the wrong type, flags given a value, conflicting scopes and
-//! missing required keys.
+//! missing required keys. Each carries codegen's diagnostic code (`[E0002]`) and a
+//! `help:` line; `cargo run -p codegen -- --explain E0002` says more.
 //!
 //! Only the attribute syntax is checked here. Naming rules (DNS-subdomain groups,
 //! UpperCamelCase kinds, printer column types, ...) are checked by `cargo run -p codegen`
@@ -69,6 +70,8 @@
 //! assert_eq!(Widget::api_resource_path(None), "/apis/example.dev/v1/widgets");
 //! ```
 
+use codegen::attrs::AttrError;
+use codegen::Code;
 use proc_macro::TokenStream;
 use quote::ToTokens;
 use syn::{Data, DeriveInput, Fields};
@@ -91,13 +94,58 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
     let attrs = codegen::attrs::parse_resource_attrs(&input.attrs, input.ident.span());
     let mut errors: Vec<syn::Error> = shape.err().into_iter().collect();
     match attrs {
-        Ok(attrs) if errors.is_empty() => Ok(emit::resource_impl(input, attrs)),
+        Ok(attrs) if errors.is_empty() => {
+            let identity = identity_errors(input, &attrs);
+            if identity.is_empty() {
+                Ok(emit::resource_impl(input, attrs))
+            } else {
+                Err(combine(identity))
+            }
+        }
         Ok(_) => Err(combine(errors)),
         Err(attr_errors) => {
-            errors.extend(attr_errors);
+            errors.extend(attr_errors.iter().map(AttrError::to_compile_error));
             Err(combine(errors))
         }
     }
+}
+
+/// codegen's checks of the resource's identity (names, printer columns, scale paths),
+/// the same `cargo run -p codegen` runs, reported at the struct's name. Checks that
+/// need the fields' schema are left to codegen, which reads the field types.
+fn identity_errors(input: &DeriveInput, attrs: &codegen::attrs::ResourceAttrs) -> Vec<syn::Error> {
+    let location = codegen::Location {
+        file: String::new(),
+        line: 0,
+        column: 0,
+    };
+    let schema = codegen::model::Schema {
+        type_: Some("object".into()),
+        ..Default::default()
+    };
+    let def =
+        codegen::load::rust::resource_def(attrs.clone(), schema, location, input.ident.to_string());
+    let mut diags = codegen::Diagnostics::default();
+    codegen::validate::validate(&[def], &mut diags);
+    diags
+        .0
+        .into_iter()
+        .filter(|d| {
+            matches!(
+                d.code,
+                Code::InvalidName | Code::UnknownValue | Code::FieldPath
+            )
+        })
+        .map(|d| {
+            AttrError {
+                code: d.code,
+                span: input.ident.span(),
+                message: d.message,
+                help: d.help,
+            }
+            .to_compile_error()
+        })
+        .collect()
 }
 
 /// Merges errors so that every one of them is emitted, each at its own span.
@@ -112,7 +160,7 @@ fn combine(errors: Vec<syn::Error>) -> syn::Error {
 }
 
 /// A resource is an object with named top-level fields (`spec`, `status`, ...).
-fn check_shape(input: &DeriveInput) -> syn::Result<()> {
+fn check_shape(input: &DeriveInput) -> Result<(), syn::Error> {
     let name = &input.ident;
     let suggestion = format!(
         "declare `pub struct {name} {{ pub spec: {name}Spec, pub status: Option<{name}Status> }}`"
@@ -131,12 +179,15 @@ fn check_shape(input: &DeriveInput) -> syn::Result<()> {
         ),
         Data::Union(u) => (pair(&u.union_token, name), "a union", ""),
     };
-    Err(syn::Error::new_spanned(
-        at,
-        format!(
-            "#[derive(Resource)] needs a struct with named fields, not {what}: {suggestion}{extra}"
-        ),
-    ))
+    let error = AttrError {
+        code: Code::RustShape,
+        span: syn::spanned::Spanned::span(&at),
+        message: format!("#[derive(Resource)] needs a struct with named fields, not {what}"),
+        help: Some(format!("{suggestion}{extra}")),
+    };
+    // `new_spanned` underlines every token of `at` (`enum Name`), not just the first.
+    let compiled = error.to_compile_error();
+    Err(syn::Error::new_spanned(at, compiled.to_string()))
 }
 
 /// `first last` as tokens, so an error underlines both (`enum Name`).

@@ -115,7 +115,7 @@ pub fn shared_dir(dir: &str) -> PathBuf {
 
 /// Path of the `apiserver` binary, built once per test process.
 ///
-/// Runs `$CARGO build -p apiserver --bin apiserver --features etcd` (or `cargo` when `CARGO` is unset) in
+/// Runs `$CARGO build -p apiserver --bin apiserver --features etcd,client` (or `cargo` when `CARGO` is unset) in
 /// the workspace root the first time it is called. The binary is looked up in
 /// `$CARGO_TARGET_DIR/debug` when that variable is set (relative paths are taken from
 /// the workspace root, as cargo does when run there), else in `<root>/target/debug`.
@@ -142,9 +142,9 @@ fn build_server() -> Result<PathBuf, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut build = Command::new(&cargo);
     build
-        // With `etcd`, as the workspace's test build has it (this crate's dev-dependency
-        // on apiserver enables it), so the two builds do not keep replacing each other's
-        // binary; and so every test server can run on etcd.
+        // With `etcd` and `client`, as the workspace's test build has them (this crate's
+        // dev-dependency on apiserver enables them), so the two builds do not keep
+        // replacing each other's binary; and so every test server can run on etcd.
         .args([
             "build",
             "-p",
@@ -152,7 +152,7 @@ fn build_server() -> Result<PathBuf, String> {
             "--bin",
             "apiserver",
             "--features",
-            "etcd",
+            "etcd,client",
         ])
         .current_dir(&root)
         .stdin(Stdio::null());

@@ -106,7 +106,7 @@ pub fn emit_types(defs: &[ResourceDef]) -> TokenStream {
                 d.location.file
             )
         });
-        struct_def(&d.kind, &doc, &d.schema, &mut structs);
+        struct_def(&d.kind, &doc, &d.schema, Some(d), &mut structs);
         by_module.entry(module).or_default().extend(structs);
     }
     let modules = by_module.into_iter().map(|(m, structs)| {
@@ -122,13 +122,23 @@ pub fn emit_types(defs: &[ResourceDef]) -> TokenStream {
     });
     quote! {
         //! Typed Rust for the YAML definitions of custom kinds (serde + schemars); the
-        //! built-in kinds' are k8s-openapi's. Object metadata is the API machinery's and
-        //! is not part of these structs.
+        //! built-in kinds' are k8s-openapi's. With the `client` feature each kind also
+        //! carries `apiVersion`, `kind` and `metadata` and implements k8s-openapi's
+        //! `Resource`, `ListableResource` and `Metadata`, so it is a `kube::Resource`
+        //! (`kube::Api<Widget>`).
         #(#modules)*
     }
 }
 
-fn struct_def(name: &str, doc: &str, schema: &Schema, out: &mut Vec<TokenStream>) {
+/// The struct `name` of `schema` (and the structs of its parts, first); `object` is the
+/// definition when the struct is a kind's, which gets the object fields and traits.
+fn struct_def(
+    name: &str,
+    doc: &str,
+    schema: &Schema,
+    object: Option<&ResourceDef>,
+    out: &mut Vec<TokenStream>,
+) {
     let ident = format_ident!("{}", name);
     let fields: Vec<TokenStream> = schema
         .properties
@@ -160,13 +170,18 @@ fn struct_def(name: &str, doc: &str, schema: &Schema, out: &mut Vec<TokenStream>
             }
         })
         .collect();
+    let object_fields = object.map(|_| super::client::object_fields());
     out.push(quote! {
         #[doc = #doc]
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
         pub struct #ident {
+            #object_fields
             #(#fields),*
         }
     });
+    if let Some(d) = object {
+        out.push(super::client::impls(d));
+    }
 }
 
 fn rust_type(name: &str, s: &Schema, out: &mut Vec<TokenStream>) -> TokenStream {
@@ -192,7 +207,7 @@ fn rust_type(name: &str, s: &Schema, out: &mut Vec<TokenStream>) -> TokenStream 
                 .description
                 .clone()
                 .unwrap_or_else(|| format!("The `{name}` part."));
-            struct_def(name, &doc, s, out);
+            struct_def(name, &doc, s, None, out);
             let ident = format_ident!("{}", name);
             quote!(#ident)
         }
@@ -207,7 +222,8 @@ fn rust_type(name: &str, s: &Schema, out: &mut Vec<TokenStream>) -> TokenStream 
     }
 }
 
-fn field_ident(prop: &str) -> syn::Ident {
+/// The Rust field name of property `prop` (`lastTransitionTime` → `last_transition_time`).
+pub(super) fn field_ident(prop: &str) -> syn::Ident {
     let mut snake = String::new();
     for (i, c) in prop.chars().enumerate() {
         if c.is_ascii_uppercase() {

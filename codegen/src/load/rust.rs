@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use syn::spanned::Spanned;
 use syn::{Attribute, Fields, GenericArgument, Item, PathArguments, Type};
 
-use crate::attrs::parse_resource_attrs;
-use crate::diagnostics::{Diagnostic, Diagnostics, Location};
+use crate::attrs::{parse_resource_attrs, ResourceAttrs};
+use crate::diagnostics::{Code, Diagnostic, Diagnostics, Location};
 use crate::model::{Origin, ResourceDef, Schema, Scope, Subresources};
 use crate::names::{camel_case, infer_plural};
 
@@ -20,8 +20,10 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Vec<ResourceDef>
     let ast = match syn::parse_file(text) {
         Ok(f) => f,
         Err(e) => {
-            diags.push(Diagnostic::new(
-                loc(file, e.span()),
+            diags.push(spanned(
+                Code::Syntax,
+                file,
+                e.span(),
                 format!("invalid Rust: {e}"),
             ));
             return vec![];
@@ -60,45 +62,75 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Vec<ResourceDef>
             Ok(a) => a,
             Err(errors) => {
                 for e in errors {
-                    for e in e {
-                        diags.push(Diagnostic::new(loc(file, e.span()), e.to_string()));
-                    }
+                    let mut d = spanned(e.code, file, e.span, e.message);
+                    d.help = e.help;
+                    diags.push(d);
                 }
                 continue;
             }
         };
-        let kind = attrs.kind.unwrap_or_default();
-        out.push(ResourceDef {
-            location: loc(file, st.ident.span()),
-            origin: Origin::Rust {
-                type_name: st.ident.to_string(),
-            },
-            group: attrs.group.unwrap_or_default(),
-            version: attrs.version.unwrap_or_default(),
-            plural: attrs.plural.unwrap_or_else(|| infer_plural(&kind)),
-            singular: attrs.singular.unwrap_or_else(|| kind.to_lowercase()),
-            list_kind: format!("{kind}List"),
-            kind,
-            scope: attrs.scope.unwrap_or(Scope::Namespaced),
-            short_names: attrs.short_names,
-            categories: attrs.categories,
+        out.push(resource_def(
+            attrs,
             schema,
-            subresources: Subresources {
-                status: attrs.status,
-                scale: attrs.scale,
-                create_only: vec![],
-            },
-            printer_columns: attrs.printer_columns,
-            selectable_fields: attrs.selectable_fields,
-            // Rust definitions declare custom kinds.
-            builtin: false,
-            strategy: None,
-            create_only: false,
-            open_api_prefix: None,
-            verbs: vec![],
-        });
+            loc(file, st.ident.span()),
+            st.ident.to_string(),
+        ));
     }
     out
+}
+
+/// The definition `#[resource(...)]` declares on struct `type_name`, with every default
+/// filled in (shared with `#[derive(Resource)]`, which checks the same identity).
+pub fn resource_def(
+    attrs: ResourceAttrs,
+    schema: Schema,
+    location: Location,
+    type_name: String,
+) -> ResourceDef {
+    let kind = attrs.kind.unwrap_or_default();
+    ResourceDef {
+        location,
+        origin: Origin::Rust { type_name },
+        group: attrs.group.unwrap_or_default(),
+        version: attrs.version.unwrap_or_default(),
+        plural: attrs.plural.unwrap_or_else(|| infer_plural(&kind)),
+        singular: attrs.singular.unwrap_or_else(|| kind.to_lowercase()),
+        list_kind: format!("{kind}List"),
+        kind,
+        scope: attrs.scope.unwrap_or(Scope::Namespaced),
+        short_names: attrs.short_names,
+        categories: attrs.categories,
+        schema,
+        subresources: Subresources {
+            status: attrs.status,
+            scale: attrs.scale,
+            create_only: vec![],
+        },
+        printer_columns: attrs.printer_columns,
+        selectable_fields: attrs.selectable_fields,
+        // Rust definitions declare custom kinds.
+        builtin: false,
+        strategy: None,
+        create_only: false,
+        open_api_prefix: None,
+        verbs: vec![],
+    }
+}
+
+/// A diagnostic whose caret covers `span` (when it is on one line).
+fn spanned(
+    code: Code,
+    file: &str,
+    span: proc_macro2::Span,
+    message: impl Into<String>,
+) -> Diagnostic {
+    let (start, end) = (span.start(), span.end());
+    let width = if end.line == start.line {
+        end.column.saturating_sub(start.column)
+    } else {
+        0
+    };
+    Diagnostic::new(code, loc(file, span), message).with_width(width)
 }
 
 fn loc(file: &str, span: proc_macro2::Span) -> Location {
@@ -215,7 +247,7 @@ impl Lower<'_> {
         };
         let Fields::Named(fields) = &st.fields else {
             diags.push(
-                Diagnostic::new(loc(self.file, st.ident.span()), format!("`{}` must have named fields", st.ident))
+                spanned(Code::RustType, self.file, st.ident.span(), format!("`{}` must have named fields", st.ident))
                     .with_help("resources and their parts are structs with named fields, e.g. `struct Spec { size: i32 }`"),
             );
             return s;
@@ -227,8 +259,10 @@ impl Lower<'_> {
             }
             if fa.flatten {
                 diags.push(
-                    Diagnostic::new(
-                        loc(self.file, f.span()),
+                    spanned(
+                        Code::RustType,
+                        self.file,
+                        f.span(),
                         "#[serde(flatten)] is not supported in definitions",
                     )
                     .with_help("declare the fields directly on the struct"),
@@ -312,8 +346,8 @@ impl Lower<'_> {
             other => {
                 match self.items.get(other) {
                     Some(_) if depth > 32 => {
-                        diags.push(Diagnostic::new(loc(self.file, ty.span()), format!("`{other}` nests itself too deeply; recursive types are not supported")));
-                        Schema::default()
+                        diags.push(spanned(Code::RustType, self.file, ty.span(), format!("`{other}` nests itself too deeply; recursive types are not supported")));
+                        reported()
                     }
                     Some(Item::Struct(st)) => {
                         let mut s = self.struct_schema(st, &st.attrs, diags, depth);
@@ -332,8 +366,10 @@ impl Lower<'_> {
         for v in &en.variants {
             if !matches!(v.fields, Fields::Unit) {
                 diags.push(
-                    Diagnostic::new(
-                        loc(self.file, v.span()),
+                    spanned(
+                        Code::RustType,
+                        self.file,
+                        v.span(),
                         format!("enum variant `{}` carries data", v.ident),
                     )
                     .with_help(
@@ -358,10 +394,19 @@ impl Lower<'_> {
     fn unsupported(&self, ty: &Type, diags: &mut Diagnostics) -> Schema {
         let text = quote::quote!(#ty).to_string().replace(' ', "");
         diags.push(
-            Diagnostic::new(loc(self.file, ty.span()), format!("unsupported field type `{text}`"))
+            spanned(Code::RustType, self.file, ty.span(), format!("unsupported field type `{text}`"))
                 .with_help("use String, bool, i32, i64, f64, Vec<T>, BTreeMap<String, T>, Option<T>, serde_json::Value, or a struct or enum defined in this file"),
         );
-        Schema::default()
+        reported()
+    }
+}
+
+/// The schema of a field whose type was already reported: any value, so the schema
+/// checks do not report the same field again as lacking a type.
+fn reported() -> Schema {
+    Schema {
+        preserve_unknown_fields: true,
+        ..Schema::default()
     }
 }
 

@@ -4,12 +4,13 @@
 use marked_yaml::types::{MarkedMappingNode, MarkedScalarNode};
 use marked_yaml::{LoaderOptions, Node};
 
-use crate::diagnostics::{suggest, Diagnostic, Diagnostics, Location};
+use crate::diagnostics::{suggest, Code, Diagnostic, Diagnostics, Location};
 use crate::model::{
     CreateOnlySubresource, Origin, PrinterColumn, ResourceDef, ScaleSubresource, Schema, Scope,
     Subresources,
 };
 use crate::names::infer_plural;
+use crate::validate::KeyLocations;
 
 const TOP_KEYS: &[&str] = &[
     "group",
@@ -102,6 +103,16 @@ const COLUMN_KEYS: &[&str] = &[
 
 /// Loads one YAML definition file. Returns `None` (with diagnostics) when it is unusable.
 pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceDef> {
+    load_located(file, text, diags, &mut KeyLocations::new())
+}
+
+/// [`load`], also recording where each top-level key's value is (for the validator).
+pub fn load_located(
+    file: &str,
+    text: &str,
+    diags: &mut Diagnostics,
+    keys: &mut KeyLocations,
+) -> Option<ResourceDef> {
     // Quoted scalars stay strings (`"True"` in an enum is not a boolean).
     let options = LoaderOptions::default()
         .error_on_duplicate_keys(true)
@@ -121,14 +132,24 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
         column: 1,
     };
     cx.check_keys(map, TOP_KEYS, "a definition", diags);
+    for (key, value) in map.iter() {
+        keys.insert(
+            (file.to_string(), key.as_str().to_string()),
+            cx.loc(value.span()),
+        );
+    }
 
     let required_str = |key: &str, example: &str, diags: &mut Diagnostics| -> Option<String> {
         match map.get_node(key) {
             Some(n) => cx.string(n, key, diags),
             None => {
                 diags.push(
-                    Diagnostic::new(file_start.clone(), format!("missing `{key}`"))
-                        .with_help(format!("add `{example}`")),
+                    Diagnostic::new(
+                        Code::MissingKey,
+                        file_start.clone(),
+                        format!("missing `{key}`"),
+                    )
+                    .with_help(format!("add `{example}`")),
                 );
                 None
             }
@@ -159,8 +180,12 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
             Some(b) => b,
             None => {
                 diags.push(
-                    Diagnostic::new(cx.loc(n.span()), "`builtin` must be true or false")
-                        .with_help("write `builtin: true` for a Kubernetes built-in kind"),
+                    Diagnostic::new(
+                        Code::WrongType,
+                        cx.loc(n.span()),
+                        "`builtin` must be true or false",
+                    )
+                    .with_help("write `builtin: true` for a Kubernetes built-in kind"),
                 );
                 false
             }
@@ -169,7 +194,7 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
     let scope = match map.get_node("scope") {
         None => {
             diags.push(
-                Diagnostic::new(file_start.clone(), "missing `scope`")
+                Diagnostic::new(Code::MissingKey, file_start.clone(), "missing `scope`")
                     .with_help("add `scope: Namespaced` or `scope: Cluster`"),
             );
             None
@@ -178,7 +203,11 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
             Some("Namespaced") => Some(Scope::Namespaced),
             Some("Cluster") => Some(Scope::Cluster),
             Some(other) => {
-                let mut d = Diagnostic::new(cx.loc(n.span()), format!("unknown scope `{other}`"));
+                let mut d = Diagnostic::new(
+                    Code::UnknownValue,
+                    cx.loc(n.span()),
+                    format!("unknown scope `{other}`"),
+                );
                 d = d.with_help(match suggest(other, &["Namespaced", "Cluster"]) {
                     Some(s) => format!("write `scope: {s}`"),
                     None => "write `scope: Namespaced` or `scope: Cluster`".into(),
@@ -201,7 +230,7 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
         Some(n) => cx.schema(n, None, diags),
         None => {
             diags.push(
-                Diagnostic::new(file_start.clone(), "missing `schema`")
+                Diagnostic::new(Code::MissingKey, file_start.clone(), "missing `schema`")
                     .with_help("add `schema:` with `type: object` and the kind's `properties` (apiVersion, kind and metadata are implied)"),
             );
             Schema::default()
@@ -268,37 +297,51 @@ pub fn load(file: &str, text: &str, diags: &mut Diagnostics) -> Option<ResourceD
 
 fn load_error(file: &str, e: &marked_yaml::LoadError) -> Diagnostic {
     use marked_yaml::LoadError::*;
-    let (marker, msg, help) = match e {
+    let (code, marker, msg, help) = match e {
         TopLevelMustBeMapping(m) => (
+            Code::WrongType,
             Some(*m),
             "a definition file must be a YAML mapping".to_string(),
             Some("start with `group:`, `version:`, `kind:` ..."),
         ),
-        MappingKeyMustBeScalar(m) => (Some(*m), "mapping keys must be plain strings".into(), None),
+        MappingKeyMustBeScalar(m) => (
+            Code::Syntax,
+            Some(*m),
+            "mapping keys must be plain strings".into(),
+            None,
+        ),
         UnexpectedAnchor(m) => (
+            Code::Syntax,
             Some(*m),
             "YAML anchors are not supported in definitions".into(),
             Some("write the value out in full"),
         ),
         UnexpectedTag(m) => (
+            Code::Syntax,
             Some(*m),
             "YAML tags are not supported in definitions".into(),
             Some("remove the `!tag`"),
         ),
-        ScanError(m, s) => (Some(*m), format!("invalid YAML: {}", s.info()), None),
+        ScanError(m, s) => (
+            Code::Syntax,
+            Some(*m),
+            format!("invalid YAML: {}", s.info()),
+            None,
+        ),
         DuplicateKey(inner) => (
+            Code::Duplicate,
             inner.key.span().start().copied(),
             format!("duplicate key `{}`", inner.key.as_str()),
             Some("keep one of the two"),
         ),
-        _ => (None, e.to_string(), None),
+        _ => (Code::Syntax, None, e.to_string(), None),
     };
     let location = Location {
         file: file.to_string(),
         line: marker.map(|m| m.line()).unwrap_or(1),
         column: marker.map(|m| m.column()).unwrap_or(1),
     };
-    let d = Diagnostic::new(location, msg);
+    let d = Diagnostic::new(code, location, msg);
     match help {
         Some(h) => d.with_help(h),
         None => d,
@@ -332,6 +375,7 @@ impl Cx<'_> {
         for key in map.keys() {
             if !known.contains(&key.as_str()) {
                 let mut d = Diagnostic::new(
+                    Code::UnknownKey,
                     self.loc(key.span()),
                     format!("unknown key `{}` in {what}", key.as_str()),
                 );
@@ -355,6 +399,7 @@ impl Cx<'_> {
             Some(s) => Some(s),
             None => {
                 diags.push(Diagnostic::new(
+                    Code::WrongType,
                     self.loc(node.span()),
                     format!("`{key}` must be {expected}"),
                 ));
@@ -373,6 +418,7 @@ impl Cx<'_> {
         let b = s.as_bool();
         if b.is_none() {
             diags.push(Diagnostic::new(
+                Code::WrongType,
                 self.loc(node.span()),
                 format!("`{key}` must be true or false, not `{}`", s.as_str()),
             ));
@@ -393,6 +439,7 @@ impl Cx<'_> {
             .or_else(|| s.as_f64().and_then(serde_json::Number::from_f64));
         if n.is_none() {
             diags.push(Diagnostic::new(
+                Code::WrongType,
                 self.loc(node.span()),
                 format!("`{key}` must be a number, not `{}`", s.as_str()),
             ));
@@ -411,6 +458,7 @@ impl Cx<'_> {
         let n = s.as_u64();
         if n.is_none() {
             diags.push(Diagnostic::new(
+                Code::WrongType,
                 self.loc(node.span()),
                 format!(
                     "`{key}` must be a non-negative integer, not `{}`",
@@ -425,6 +473,7 @@ impl Cx<'_> {
     fn schemas(&self, node: &Node, key: &str, diags: &mut Diagnostics) -> Vec<Schema> {
         let Some(seq) = node.as_sequence() else {
             diags.push(Diagnostic::new(
+                Code::WrongType,
                 self.loc(node.span()),
                 format!("`{key}` must be a list of schemas"),
             ));
@@ -437,6 +486,7 @@ impl Cx<'_> {
         let Some(seq) = node.as_sequence() else {
             diags.push(
                 Diagnostic::new(
+                    Code::WrongType,
                     self.loc(node.span()),
                     format!("`{key}` must be a list of strings"),
                 )
@@ -459,6 +509,7 @@ impl Cx<'_> {
             Some(m) => Some(m),
             None => {
                 diags.push(Diagnostic::new(
+                    Code::WrongType,
                     self.loc(node.span()),
                     format!("{what} must be a mapping"),
                 ));
@@ -510,7 +561,7 @@ impl Cx<'_> {
                 }
                 "enum" => match v.as_sequence() {
                     Some(seq) => s.enum_values = seq.iter().map(to_json).collect(),
-                    None => diags.push(Diagnostic::new(
+                    None => diags.push(Diagnostic::new(Code::WrongType,
                         self.loc(v.span()),
                         "`enum` must be a list of values",
                     )),
@@ -536,7 +587,7 @@ impl Cx<'_> {
                     match serde_json::from_value(to_json(v)) {
                         Ok(rules) => s.validations = rules,
                         Err(e) => diags.push(
-                            Diagnostic::new(self.loc(v.span()), format!("`x-kubernetes-validations`: {e}"))
+                            Diagnostic::new(Code::WrongType, self.loc(v.span()), format!("`x-kubernetes-validations`: {e}"))
                                 .with_help("write a list of `- rule: <CEL expression>` entries, each with an optional `message`"),
                         ),
                     }
@@ -572,14 +623,14 @@ impl Cx<'_> {
                     match n {
                         Some(n) if n > 0 => s.protobuf_field = Some(n),
                         _ => diags.push(
-                            Diagnostic::new(self.loc(v.span()), "`x-protobuf-field` must be a positive integer")
+                            Diagnostic::new(Code::Protobuf, self.loc(v.span()), "`x-protobuf-field` must be a positive integer")
                                 .with_help("use the field number from upstream's generated.proto, e.g. `x-protobuf-field: 2`"),
                         ),
                     }
                 }
                 "x-protobuf-embedded" => {
                     let Some(list) = v.as_sequence() else {
-                        diags.push(Diagnostic::new(
+                        diags.push(Diagnostic::new(Code::Protobuf,
                             self.loc(v.span()),
                             "`x-protobuf-embedded` must be a list of field numbers",
                         ));
@@ -591,7 +642,7 @@ impl Cx<'_> {
                             let x = self.scalar(n, k.as_str(), "a field number", diags)?;
                             let num = x.as_u32().filter(|&n| n > 0);
                             if num.is_none() {
-                                diags.push(Diagnostic::new(
+                                diags.push(Diagnostic::new(Code::Protobuf,
                                     self.loc(n.span()),
                                     "`x-protobuf-embedded` lists positive field numbers",
                                 ));
@@ -621,11 +672,16 @@ impl Cx<'_> {
                     None => format!("one of {}", names.join(", ")),
                 };
                 diags.push(
-                    Diagnostic::new(self.loc(node.span()), format!("unknown verb `{v}`"))
-                        .with_help(help),
+                    Diagnostic::new(
+                        Code::UnknownValue,
+                        self.loc(node.span()),
+                        format!("unknown verb `{v}`"),
+                    )
+                    .with_help(help),
                 );
             } else if out.contains(&v) {
                 diags.push(Diagnostic::new(
+                    Code::Duplicate,
                     self.loc(node.span()),
                     format!("verb `{v}` is listed twice"),
                 ));
@@ -635,8 +691,12 @@ impl Cx<'_> {
         }
         if listed == 0 {
             diags.push(
-                Diagnostic::new(self.loc(node.span()), "`verbs` lists no verb")
-                    .with_help("leave `verbs` out to serve every verb"),
+                Diagnostic::new(
+                    Code::WrongType,
+                    self.loc(node.span()),
+                    "`verbs` lists no verb",
+                )
+                .with_help("leave `verbs` out to serve every verb"),
             );
         }
         out.sort();
@@ -673,7 +733,7 @@ impl Cx<'_> {
                     })
                 }
                 _ => diags.push(
-                    Diagnostic::new(self.loc(scale.span()), "`scale` needs `specReplicasPath` and `statusReplicasPath`")
+                    Diagnostic::new(Code::MissingKey, self.loc(scale.span()), "`scale` needs `specReplicasPath` and `statusReplicasPath`")
                         .with_help("add `specReplicasPath: .spec.replicas` and `statusReplicasPath: .status.replicas`"),
                 ),
             }
@@ -688,7 +748,7 @@ impl Cx<'_> {
     ) -> Vec<CreateOnlySubresource> {
         let Some(seq) = node.as_sequence() else {
             diags.push(
-                Diagnostic::new(self.loc(node.span()), "`subresources.createOnly` must be a list")
+                Diagnostic::new(Code::WrongType, self.loc(node.span()), "`subresources.createOnly` must be a list")
                     .with_help("e.g. `createOnly: [{name: token, group: authentication.k8s.io, version: v1, kind: TokenRequest, strategy: TokenRequest, schema: {type: object}}]`"),
             );
             return vec![];
@@ -727,7 +787,7 @@ impl Cx<'_> {
                     })
                 }
                 _ => diags.push(
-                    Diagnostic::new(
+                    Diagnostic::new(Code::CreateOnly,
                         self.loc(item.span()),
                         "a create-only subresource needs `name`, `group`, `version`, `kind`, `strategy` and `schema`",
                     )
@@ -741,8 +801,12 @@ impl Cx<'_> {
     fn selectable_fields(&self, node: &Node, diags: &mut Diagnostics) -> Vec<String> {
         let Some(seq) = node.as_sequence() else {
             diags.push(
-                Diagnostic::new(self.loc(node.span()), "`selectableFields` must be a list")
-                    .with_help("e.g. `selectableFields: [{jsonPath: .spec.color}]`"),
+                Diagnostic::new(
+                    Code::WrongType,
+                    self.loc(node.span()),
+                    "`selectableFields` must be a list",
+                )
+                .with_help("e.g. `selectableFields: [{jsonPath: .spec.color}]`"),
             );
             return vec![];
         };
@@ -758,8 +822,12 @@ impl Cx<'_> {
             {
                 Some(p) => out.push(p),
                 None => diags.push(
-                    Diagnostic::new(self.loc(item.span()), "a selectable field needs `jsonPath`")
-                        .with_help("e.g. `- jsonPath: .spec.color`"),
+                    Diagnostic::new(
+                        Code::MissingKey,
+                        self.loc(item.span()),
+                        "a selectable field needs `jsonPath`",
+                    )
+                    .with_help("e.g. `- jsonPath: .spec.color`"),
                 ),
             }
         }
@@ -769,6 +837,7 @@ impl Cx<'_> {
     fn printer_columns(&self, node: &Node, diags: &mut Diagnostics) -> Vec<PrinterColumn> {
         let Some(seq) = node.as_sequence() else {
             diags.push(Diagnostic::new(
+                Code::WrongType,
                 self.loc(node.span()),
                 "`additionalPrinterColumns` must be a list",
             ));
@@ -802,6 +871,7 @@ impl Cx<'_> {
                 }),
                 _ => diags.push(
                     Diagnostic::new(
+                        Code::MissingKey,
                         self.loc(item.span()),
                         "a printer column needs `name`, `type` and `jsonPath`",
                     )
