@@ -400,17 +400,6 @@ impl TestServer {
         Self::launch(DataDir::Owned(dir), None, &args)
     }
 
-    /// Starts a server on etcd (its own) with extra flags, whatever
-    /// `APISERVER_TEST_STORAGE` says.
-    ///
-    /// # Panics
-    ///
-    /// As [`TestServer::start_on_etcd`].
-    pub fn start_on_etcd_with_flags(flags: &[&str]) -> TestServer {
-        let dir = TempDir::with_prefix("apiserver-test-").expect("creating a temporary dir");
-        Self::launch(DataDir::Owned(dir), Some(Etcd::start()), flags)
-    }
-
     fn launch(data_dir: DataDir, etcd: Option<Etcd>, flags: &[&str]) -> TestServer {
         let bin = server_binary();
         let scratch = TempDir::with_prefix("apiserver-test-scratch-").expect("creating a temp dir");
