@@ -9,6 +9,7 @@ pub mod codec;
 pub mod config_data;
 pub mod json_patch;
 pub mod managed_fields;
+pub mod patch;
 pub mod propagation;
 pub mod schema;
 pub mod service_strategy;
