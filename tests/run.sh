@@ -60,12 +60,20 @@ need_etcd_and_protoc() {
   command -v protoc >/dev/null 2>&1 || { echo "protoc is still not on PATH" >&2; exit 1; }
 }
 
+# tests/fuzz/run.sh builds the fuzz targets with it (libFuzzer; FUZZING.md).
+need_cargo_fuzz() {
+  if cargo fuzz --version >/dev/null 2>&1; then return; fi
+  echo "==> cargo-fuzz not found; installing it from crates.io"
+  cargo install --quiet --locked cargo-fuzz
+}
+
 need_rust_components
 need_test_venv
 echo "==> kubectl: $("$APISERVER_TEST_KUBECTL" version --client 2>/dev/null | head -n1)"
 need_etcd_and_protoc
 echo "==> etcd: $(etcd --version 2>/dev/null | head -n1); $(protoc --version)"
 need_chromium
+need_cargo_fuzz
 
 echo "==> cargo fmt --check"
 cargo fmt --all -- --check
@@ -132,3 +140,7 @@ for bin in "${etcd_binaries[@]}"; do
   echo "--> $(basename "$bin") on etcd"
   (cd tests && APISERVER_TEST_STORAGE=etcd "$bin")
 done
+
+# Every fuzz target from its committed corpus, a few seconds each; a crash fails the run.
+echo "==> fuzz targets (tests/fuzz, FUZZING.md)"
+bash tests/fuzz/run.sh 5

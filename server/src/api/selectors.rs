@@ -384,6 +384,30 @@ impl LabelSelector {
     }
 }
 
+/// The selector as text, in upstream's `labels.Selector` `String()` form (`k=v`, `k!=v`,
+/// `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, `k>1`, `k<1`, comma-separated), which
+/// [`LabelSelector::parse`] reads back as the same selector.
+impl std::fmt::Display for LabelSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, r) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            match r {
+                Requirement::Exists(k) => write!(f, "{k}")?,
+                Requirement::NotExists(k) => write!(f, "!{k}")?,
+                Requirement::In(k, vs) if vs.len() == 1 => write!(f, "{k}={}", vs[0])?,
+                Requirement::NotIn(k, vs) if vs.len() == 1 => write!(f, "{k}!={}", vs[0])?,
+                Requirement::In(k, vs) => write!(f, "{k} in ({})", vs.join(","))?,
+                Requirement::NotIn(k, vs) => write!(f, "{k} notin ({})", vs.join(","))?,
+                Requirement::Gt(k, n) => write!(f, "{k}>{n}")?,
+                Requirement::Lt(k, n) => write!(f, "{k}<{n}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A parsed field selector: `field=value` / `field!=value` terms, all of which must hold.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FieldSelector(Vec<(String, bool, String)>);
@@ -552,5 +576,54 @@ mod tests {
             "\"spec.color\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
         );
         assert!(FieldSelector::parse::<&str>("nonsense", &[], false).is_err());
+    }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::super::*;
+
+        /// A label name: a DNS-1123 subdomain prefix sometimes, then a name part.
+        fn key() -> impl Strategy<Value = String> {
+            (
+                "([a-z]{1,5}\\.){0,2}[a-z]{1,5}/",
+                "[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,10}[a-zA-Z0-9])?",
+            )
+                .prop_flat_map(|(prefix, name)| {
+                    prop_oneof![Just(name.clone()), Just(format!("{prefix}{name}"))]
+                })
+        }
+
+        fn value() -> impl Strategy<Value = String> {
+            "([a-zA-Z0-9]([-a-zA-Z0-9_.]{0,10}[a-zA-Z0-9])?)?"
+        }
+
+        fn values() -> impl Strategy<Value = Vec<String>> {
+            prop::collection::vec("[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,10}[a-zA-Z0-9])?", 1..4)
+        }
+
+        fn requirement() -> impl Strategy<Value = Requirement> {
+            prop_oneof![
+                key().prop_map(Requirement::Exists),
+                key().prop_map(Requirement::NotExists),
+                (key(), value()).prop_map(|(k, v)| Requirement::In(k, vec![v])),
+                (key(), value()).prop_map(|(k, v)| Requirement::NotIn(k, vec![v])),
+                (key(), values()).prop_map(|(k, vs)| Requirement::In(k, vs)),
+                (key(), values()).prop_map(|(k, vs)| Requirement::NotIn(k, vs)),
+                (key(), any::<i64>()).prop_map(|(k, n)| Requirement::Gt(k, n)),
+                (key(), any::<i64>()).prop_map(|(k, n)| Requirement::Lt(k, n)),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn label_selectors_print_as_text_that_parses_back_to_the_same_selector(
+                reqs in prop::collection::vec(requirement(), 0..6)
+            ) {
+                let selector = LabelSelector(reqs);
+                let text = selector.to_string();
+                prop_assert_eq!(LabelSelector::parse(&text), Ok(selector), "printed as {:?}", text);
+            }
+        }
     }
 }

@@ -56,8 +56,19 @@ pub fn content_type(req: &HttpRequest) -> String {
         .to_ascii_lowercase()
 }
 
-/// Decodes an object body for `res` from JSON, YAML or protobuf.
+/// Decodes an object body for `res` from JSON, YAML or protobuf, as its
+/// `Content-Type` says.
 pub fn decode_body(req: &HttpRequest, body: &[u8], res: &ApiResource) -> Result<Value, ApiError> {
+    decode_body_as(&content_type(req), body, res)
+}
+
+/// Decodes an object body for `res` sent as `content_type` (a media type without
+/// parameters, as [`content_type`] gives it).
+pub fn decode_body_as(
+    content_type: &str,
+    body: &[u8],
+    res: &ApiResource,
+) -> Result<Value, ApiError> {
     if body.len() > MAX_BODY_BYTES {
         return Err(ApiError::too_large(MAX_BODY_BYTES));
     }
@@ -67,7 +78,7 @@ pub fn decode_body(req: &HttpRequest, body: &[u8], res: &ApiResource) -> Result<
             res.def.kind
         ))
     };
-    let value: Value = match content_type(req).as_str() {
+    let value: Value = match content_type {
         "" | "application/json" | "*/*" => serde_json::from_slice(body).map_err(|e| {
             unrecognized(format!(
                 "couldn't get version/kind; json parse error: {e} ({})",

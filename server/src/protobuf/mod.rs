@@ -58,6 +58,8 @@ mod envelope;
 mod error;
 mod object_meta;
 mod path;
+#[cfg(test)]
+mod properties;
 mod schema;
 #[cfg(test)]
 mod tests;

@@ -12,6 +12,7 @@ use super::schema::{child_schema, list_map_keys};
 use super::managed_fields::{field_set, from_tree, to_tree, Path};
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::ApiResource;
+use crate::endpoints::negotiation::{check_type_meta, MAX_BODY_BYTES};
 
 /// One manager's entry, as read from managedFields.
 struct Owner {
@@ -20,6 +21,43 @@ struct Owner {
     api_version: String,
     subresource: Option<String>,
     fields: BTreeSet<Path>,
+}
+
+/// Reads an apply configuration (YAML or JSON) for the object `name` of `res`: an object
+/// naming the resource's `apiVersion` and `kind` and this name, else 400 (413 past the
+/// body limit).
+pub fn parse_intent(body: &[u8], res: &ApiResource, name: &str) -> Result<Value, ApiError> {
+    if body.len() > MAX_BODY_BYTES {
+        return Err(ApiError::too_large(MAX_BODY_BYTES));
+    }
+    let intent: Value = crate::api::yaml::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    if !intent.is_object() {
+        return Err(ApiError::bad_request(
+            "the apply configuration must be an object",
+        ));
+    }
+    for f in ["apiVersion", "kind"] {
+        if intent
+            .get(f)
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            return Err(ApiError::bad_request(format!(
+                "{f} must be set in an apply configuration"
+            )));
+        }
+    }
+    check_type_meta(&intent, res)?;
+    match intent["metadata"]["name"].as_str() {
+        Some(n) if n == name => Ok(intent),
+        Some(n) => Err(ApiError::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        ))),
+        None => Err(ApiError::bad_request(
+            "metadata.name must be set in an apply configuration",
+        )),
+    }
 }
 
 /// Prepares an apply configuration: drops what a client may not set.

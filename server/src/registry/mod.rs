@@ -11,6 +11,7 @@ pub mod eviction;
 pub mod go_json;
 pub mod json_patch;
 pub mod managed_fields;
+pub mod patch;
 pub mod propagation;
 pub mod schema;
 pub mod service_strategy;

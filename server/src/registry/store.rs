@@ -677,6 +677,24 @@ impl Store {
             .map_err(|e| ApiError::internal(e.to_string()))
     }
 
+    /// Checks a read's resourceVersion against the store: a revision it has not reached
+    /// is 504 (too large), and `Exact` on one object needs the current revision (else 410).
+    pub async fn check_read_version(&self, at: ReadAt, is_list: bool) -> Result<(), ApiError> {
+        let Some(n) = at.revision() else {
+            return Ok(());
+        };
+        let current = self.current_revision().await?;
+        if n > current {
+            return Err(ApiError::too_large_resource_version(n, current));
+        }
+        if matches!(at, ReadAt::Exact(_)) && !is_list && n != current {
+            return Err(ApiError::expired(format!(
+                "too old resource version: {n} ({current})"
+            )));
+        }
+        Ok(())
+    }
+
     /// Creates an object from client input (already decoded and checked against the URL).
     pub async fn create(
         &self,

@@ -196,4 +196,198 @@ mod tests {
         assert_eq!(out["spec"], json!({ "tags": [] }));
         assert!(apply(&orig, &json!({ "$bogus": 1 }), &schema()).is_err());
     }
+
+    /// Strategic merge against a model of its rules on one shape of object: a string map
+    /// (keys merge, `null` deletes), a map list keyed by `port` (items merge by key,
+    /// `$patch: delete` removes, new keys append), a set list (union) and an atomic list
+    /// (replaced).
+    mod properties {
+        use std::collections::BTreeMap;
+
+        use proptest::prelude::*;
+        use serde_json::{json, Map, Value};
+
+        use super::schema;
+
+        /// The object's spec, as the model sees it.
+        #[derive(Clone, Debug, Default)]
+        struct Spec {
+            labels: Option<BTreeMap<String, String>>,
+            /// (port, name), ports unique.
+            ports: Option<Vec<(u16, Option<String>)>>,
+            tags: Option<Vec<String>>,
+            args: Option<Vec<String>>,
+        }
+
+        /// One patch item of the port list.
+        #[derive(Clone, Debug)]
+        enum PortPatch {
+            /// `name`: `None` leaves it, `Some(None)` deletes it (`null`).
+            Merge(u16, Option<Option<String>>),
+            Delete(u16),
+        }
+
+        #[derive(Clone, Debug, Default)]
+        struct SpecPatch {
+            labels: Option<BTreeMap<String, Option<String>>>,
+            ports: Option<Vec<PortPatch>>,
+            tags: Option<Vec<String>>,
+            args: Option<Vec<String>>,
+        }
+
+        fn word() -> impl Strategy<Value = String> {
+            "[a-c]{1,2}"
+        }
+
+        fn spec() -> impl Strategy<Value = Spec> {
+            (
+                prop::option::of(prop::collection::btree_map(word(), word(), 0..4)),
+                prop::option::of(prop::collection::btree_map(
+                    0u16..6,
+                    prop::option::of(word()),
+                    0..4,
+                )),
+                prop::option::of(prop::collection::btree_set(word(), 0..4)),
+                prop::option::of(prop::collection::vec(word(), 0..3)),
+            )
+                .prop_map(|(labels, ports, tags, args)| Spec {
+                    labels,
+                    ports: ports.map(|p| p.into_iter().collect()),
+                    tags: tags.map(|t| t.into_iter().collect()),
+                    args,
+                })
+        }
+
+        fn port_patch() -> impl Strategy<Value = PortPatch> {
+            prop_oneof![
+                (0u16..6, prop::option::of(prop::option::of(word())))
+                    .prop_map(|(p, n)| PortPatch::Merge(p, n)),
+                (0u16..6).prop_map(PortPatch::Delete),
+            ]
+        }
+
+        fn spec_patch() -> impl Strategy<Value = SpecPatch> {
+            (
+                prop::option::of(prop::collection::btree_map(
+                    word(),
+                    prop::option::of(word()),
+                    0..4,
+                )),
+                prop::option::of(prop::collection::vec(port_patch(), 0..4)),
+                prop::option::of(prop::collection::vec(word(), 0..3)),
+                prop::option::of(prop::collection::vec(word(), 0..3)),
+            )
+                .prop_map(|(labels, ports, tags, args)| SpecPatch {
+                    labels,
+                    ports,
+                    tags,
+                    args,
+                })
+        }
+
+        fn spec_json(s: &Spec) -> Value {
+            let mut m = Map::new();
+            if let Some(l) = &s.labels {
+                m.insert("labels".into(), json!(l));
+            }
+            if let Some(ports) = &s.ports {
+                let items: Vec<Value> = ports
+                    .iter()
+                    .map(|(port, name)| match name {
+                        Some(n) => json!({ "port": port, "name": n }),
+                        None => json!({ "port": port }),
+                    })
+                    .collect();
+                m.insert("ports".into(), Value::Array(items));
+            }
+            if let Some(t) = &s.tags {
+                m.insert("tags".into(), json!(t));
+            }
+            if let Some(a) = &s.args {
+                m.insert("args".into(), json!(a));
+            }
+            json!({ "spec": m })
+        }
+
+        fn patch_json(p: &SpecPatch) -> Value {
+            let mut m = Map::new();
+            if let Some(l) = &p.labels {
+                m.insert("labels".into(), json!(l));
+            }
+            if let Some(ports) = &p.ports {
+                let items: Vec<Value> = ports
+                    .iter()
+                    .map(|pp| match pp {
+                        PortPatch::Merge(port, None) => json!({ "port": port }),
+                        PortPatch::Merge(port, Some(name)) => json!({ "port": port, "name": name }),
+                        PortPatch::Delete(port) => json!({ "port": port, "$patch": "delete" }),
+                    })
+                    .collect();
+                m.insert("ports".into(), Value::Array(items));
+            }
+            if let Some(t) = &p.tags {
+                m.insert("tags".into(), json!(t));
+            }
+            if let Some(a) = &p.args {
+                m.insert("args".into(), json!(a));
+            }
+            json!({ "spec": m })
+        }
+
+        /// The model: what the patch should do, rule by rule.
+        fn reference(mut s: Spec, p: &SpecPatch) -> Spec {
+            if let Some(lp) = &p.labels {
+                let labels = s.labels.get_or_insert_with(BTreeMap::new);
+                for (k, v) in lp {
+                    match v {
+                        Some(v) => labels.insert(k.clone(), v.clone()),
+                        None => labels.remove(k),
+                    };
+                }
+            }
+            if let Some(pp) = &p.ports {
+                let ports = s.ports.get_or_insert_with(Vec::new);
+                for item in pp {
+                    match item {
+                        PortPatch::Delete(port) => ports.retain(|(p, _)| p != port),
+                        PortPatch::Merge(port, name) => {
+                            match ports.iter_mut().find(|(p, _)| p == port) {
+                                Some(existing) => {
+                                    if let Some(n) = name {
+                                        existing.1 = n.clone();
+                                    }
+                                }
+                                None => ports.push((*port, name.clone().flatten())),
+                            }
+                        }
+                    }
+                }
+            }
+            if let Some(tp) = &p.tags {
+                let tags = s.tags.get_or_insert_with(Vec::new);
+                for t in tp {
+                    if !tags.contains(t) {
+                        tags.push(t.clone());
+                    }
+                }
+            }
+            if let Some(a) = &p.args {
+                s.args = Some(a.clone());
+            }
+            s
+        }
+
+        proptest! {
+            #[test]
+            fn strategic_merge_agrees_with_a_model_of_its_list_and_map_rules(
+                original in spec(),
+                patch in spec_patch(),
+            ) {
+                let got = super::apply(&spec_json(&original), &patch_json(&patch), &schema())
+                    .expect("the patch applies");
+                let want = spec_json(&reference(original, &patch));
+                prop_assert_eq!(got, want);
+            }
+        }
+    }
 }

@@ -4,14 +4,11 @@
 
 use actix_web::HttpRequest;
 use codegen::endpoints::Subresource;
-use serde_json::Value;
 
 use super::{check_body_namespace, field_validation, with_warnings, write_context, Reply};
 use crate::api::options::WriteOptions;
 use crate::api::{ApiError, StatusCause};
-use crate::endpoints::negotiation::{
-    check_object_size, check_type_meta, respond_object, Representation, MAX_BODY_BYTES,
-};
+use crate::endpoints::negotiation::{check_object_size, respond_object, Representation};
 use crate::endpoints::{ApiState, RequestScope};
 use crate::registry::apply as registry_apply;
 use crate::registry::store::Target;
@@ -48,42 +45,8 @@ pub(super) async fn apply(
         }
         None => None,
     };
-    if body.len() > MAX_BODY_BYTES {
-        return Err(ApiError::too_large(MAX_BODY_BYTES));
-    }
-    let mut intent: Value = crate::api::yaml::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
-    if !intent.is_object() {
-        return Err(ApiError::bad_request(
-            "the apply configuration must be an object",
-        ));
-    }
-    for f in ["apiVersion", "kind"] {
-        if intent
-            .get(f)
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-        {
-            return Err(ApiError::bad_request(format!(
-                "{f} must be set in an apply configuration"
-            )));
-        }
-    }
-    check_type_meta(&intent, res)?;
     let name = scope.name().to_string();
-    match intent["metadata"]["name"].as_str() {
-        Some(n) if n == name => {}
-        Some(n) => {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({n}) does not match the name on the URL ({name})"
-            )))
-        }
-        None => {
-            return Err(ApiError::bad_request(
-                "metadata.name must be set in an apply configuration",
-            ))
-        }
-    }
+    let mut intent = registry_apply::parse_intent(body, res, &name)?;
     let ns = scope.namespace();
     check_body_namespace(ns, &intent)?;
     let warnings = field_validation(res, &mut intent, opts.field_validation, &[])?;

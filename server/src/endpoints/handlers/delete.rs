@@ -58,7 +58,7 @@ pub(super) async fn delete_collection(
     list.limit = 0;
     list.continue_token = None;
     // Its list reads like any list: a revision the store has not reached is 504.
-    super::check_read_version(state, list.at, true).await?;
+    state.store.check_read_version(list.at, true).await?;
     // Preconditions name one object; the collection's deletes carry none.
     let opts = DeleteOptions {
         preconditions: Default::default(),

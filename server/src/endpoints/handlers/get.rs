@@ -18,7 +18,7 @@ pub(super) async fn get(req: &HttpRequest, state: &ApiState, scope: &RequestScop
     let res = &scope.resource;
     let opts = GetOptions::parse(req.query_string())?;
     let repr = representation(req)?;
-    super::check_read_version(state, opts.at, false).await?;
+    state.store.check_read_version(opts.at, false).await?;
     let (ns, name) = (scope.namespace(), scope.name());
     let scale = scope.subresource == Some(Subresource::Scale);
     // Objects of a kind that converts between versions are not served as stored.

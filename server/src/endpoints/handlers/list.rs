@@ -42,7 +42,7 @@ pub(super) async fn list(req: &HttpRequest, state: &ApiState, scope: &RequestSco
         };
         return watch::serve(req, res.clone(), state, w).await;
     }
-    super::check_read_version(state, opts.at, true).await?;
+    state.store.check_read_version(opts.at, true).await?;
     // Objects of a kind that converts between versions are not served as stored.
     let as_stored = !res.converts() && !wants_pretty(req);
     let plain = opts.labels.is_empty() && opts.fields.is_empty() && as_stored;

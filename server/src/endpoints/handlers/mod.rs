@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use super::negotiation::{decode_body, representation, Representation};
 use super::{ApiState, RequestScope};
 use crate::admission::{Chain, RequestAdmission};
-use crate::api::options::{FieldValidation, ReadAt, WriteOptions};
+use crate::api::options::{FieldValidation, WriteOptions};
 use crate::api::ApiError;
 use crate::catalog::ApiResource;
 use crate::registry::managed_fields::manager_name;
@@ -214,22 +214,4 @@ fn write_repr(r: Representation) -> Representation {
         Representation::Table | Representation::PartialMetadata => Representation::Json,
         other => other,
     }
-}
-
-/// Checks a read's resourceVersion against the store: a revision it has not reached is
-/// 504 (too large), and `Exact` on one object needs the current revision (else 410).
-async fn check_read_version(state: &ApiState, at: ReadAt, is_list: bool) -> Result<(), ApiError> {
-    let Some(n) = at.revision() else {
-        return Ok(());
-    };
-    let current = state.store.current_revision().await?;
-    if n > current {
-        return Err(ApiError::too_large_resource_version(n, current));
-    }
-    if matches!(at, ReadAt::Exact(_)) && !is_list && n != current {
-        return Err(ApiError::expired(format!(
-            "too old resource version: {n} ({current})"
-        )));
-    }
-    Ok(())
 }

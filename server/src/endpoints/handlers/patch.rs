@@ -3,7 +3,6 @@
 
 use actix_web::HttpRequest;
 use codegen::endpoints::Subresource;
-use serde_json::Value;
 
 use super::{field_validation, with_warnings, write_context, write_representation, Reply};
 use crate::api::options::{WriteKind, WriteOptions};
@@ -13,19 +12,7 @@ use crate::endpoints::negotiation::{
 };
 use crate::endpoints::scale::{apply_scale, to_scale};
 use crate::endpoints::{ApiState, RequestScope};
-use crate::registry::{json_patch, strategic_merge};
-
-/// A parsed patch body.
-enum PatchBody {
-    Json(Vec<::json_patch::PatchOperation>),
-    Merge(Value),
-    Strategic(Value),
-}
-
-const JSON_PATCH: &str = "application/json-patch+json";
-const MERGE_PATCH: &str = "application/merge-patch+json";
-const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
-const APPLY_PATCH: &str = "application/apply-patch+yaml";
+use crate::registry::patch::{Patch, APPLY_PATCH};
 
 pub(super) async fn patch(
     req: &HttpRequest,
@@ -46,36 +33,7 @@ pub(super) async fn patch(
             StatusCause::forbidden("force", "may not be specified for non-apply patch"),
         ));
     }
-    // Strategic merge needs Go types' patch strategies: kube-apiserver offers it for
-    // built-in kinds only, and so do we.
-    let strategic_ok = res.builtin();
-    let patch = match content_type.as_str() {
-        STRATEGIC_MERGE_PATCH if !strategic_ok => {
-            return Err(ApiError::unsupported_patch_type(false))
-        }
-        JSON_PATCH => {
-            let patch: ::json_patch::Patch = serde_json::from_slice(body).map_err(|e| {
-                ApiError::bad_request(format!(
-                    "the body of the request is not a valid JSON patch: {e}"
-                ))
-            })?;
-            PatchBody::Json(patch.0)
-        }
-        MERGE_PATCH | STRATEGIC_MERGE_PATCH => {
-            let v: Value = serde_json::from_slice(body).map_err(|e| {
-                ApiError::bad_request(format!("the body of the request is not valid JSON: {e}"))
-            })?;
-            if !v.is_object() {
-                return Err(ApiError::bad_request("a merge patch must be a JSON object"));
-            }
-            if content_type == STRATEGIC_MERGE_PATCH {
-                PatchBody::Strategic(v)
-            } else {
-                PatchBody::Merge(v)
-            }
-        }
-        _ => return Err(ApiError::unsupported_patch_type(strategic_ok)),
-    };
+    let patch = Patch::parse(&content_type, body, res)?;
     let scale = scope.subresource == Some(Subresource::Scale);
     let warnings = std::sync::Mutex::new(Vec::new());
     let patched = state
@@ -87,24 +45,12 @@ pub(super) async fn patch(
             scope.target(),
             &write_context(req, scope, &opts),
             |old| {
-                let mut new = if scale {
+                let new = if scale {
                     to_scale(res, old)?
                 } else {
                     old.clone()
                 };
-                match &patch {
-                    PatchBody::Json(p) => json_patch::apply(&mut new, p)?,
-                    PatchBody::Merge(p) => ::json_patch::merge(&mut new, p),
-                    PatchBody::Strategic(p) => {
-                        new = strategic_merge::apply(&new, p, &res.schema)
-                            .map_err(ApiError::bad_request)?
-                    }
-                }
-                if !new.is_object() {
-                    return Err(ApiError::bad_request(
-                        "the patch turned the object into something that is not an object",
-                    ));
-                }
+                let mut new = patch.apply(new, res)?;
                 check_object_size(&new)?;
                 if scale {
                     return apply_scale(res, old, &new);
