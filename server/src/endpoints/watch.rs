@@ -183,7 +183,10 @@ impl WatchStream {
         if self.ended {
             return None;
         }
-        if self.initial_end_bookmark && !self.watcher.initial_pending() {
+        if self.initial_end_bookmark {
+            if let Some(event) = self.watcher.next_initial().await {
+                return Some(self.event_frame(event));
+            }
             self.initial_end_bookmark = false;
             let rv = self.watcher.start_revision();
             let mark = bookmark(&self.encoder.res, rv, true);
@@ -203,13 +206,21 @@ impl WatchStream {
                 let mark = bookmark(&self.encoder.res, rv, false);
                 Some(self.encoder.frame("BOOKMARK", &mark))
             }
-            event = self.watcher.next() => match event? {
-                Ok(e) => Some(self.encoder.line(&e).unwrap_or_else(|err| self.encoder.error(&err))),
-                Err(e) => {
-                    self.ended = true;
-                    Some(self.encoder.error(&e))
-                }
-            },
+            event = self.watcher.next() => Some(self.event_frame(event?)),
+        }
+    }
+
+    /// One event's frame; an error is an ERROR event that ends the watch.
+    fn event_frame(&mut self, event: Result<WatchEvent, ApiError>) -> Bytes {
+        match event {
+            Ok(e) => self
+                .encoder
+                .line(&e)
+                .unwrap_or_else(|err| self.encoder.error(&err)),
+            Err(e) => {
+                self.ended = true;
+                self.encoder.error(&e)
+            }
         }
     }
 }

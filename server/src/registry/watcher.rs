@@ -228,22 +228,8 @@ impl Watcher {
     /// The next event; `None` when the watch ended (the cache re-loaded, or this watcher
     /// fell too far behind: clients re-watch from their last resourceVersion).
     pub async fn next(&mut self) -> Option<Result<WatchEvent, ApiError>> {
-        for kv in self.initial.by_ref() {
-            let obj = match decode(&self.res, &kv) {
-                Ok(obj) => obj,
-                Err(e) => return Some(Err(e)),
-            };
-            let obj = match served_one(&self.res, obj).await {
-                Ok(obj) => obj,
-                Err(e) => return Some(Err(e)),
-            };
-            if selects(&self.labels, &self.fields, &obj) {
-                let added = ObjectEvent {
-                    type_: "ADDED",
-                    object: obj,
-                };
-                return Some(Ok(WatchEvent::Decoded(added)));
-            }
+        if let Some(initial) = self.next_initial().await {
+            return Some(initial);
         }
         loop {
             let event = match self.recv().await? {
@@ -269,6 +255,30 @@ impl Watcher {
                 None => {}
             }
         }
+    }
+
+    /// The next starting object the selectors match, as an ADDED event; `None` once no
+    /// starting object is left (what the `k8s.io/initial-events-end` bookmark waits for:
+    /// starting objects the selectors drop must not hold it back).
+    pub async fn next_initial(&mut self) -> Option<Result<WatchEvent, ApiError>> {
+        for kv in self.initial.by_ref() {
+            let obj = match decode(&self.res, &kv) {
+                Ok(obj) => obj,
+                Err(e) => return Some(Err(e)),
+            };
+            let obj = match served_one(&self.res, obj).await {
+                Ok(obj) => obj,
+                Err(e) => return Some(Err(e)),
+            };
+            if selects(&self.labels, &self.fields, &obj) {
+                let added = ObjectEvent {
+                    type_: "ADDED",
+                    object: obj,
+                };
+                return Some(Ok(WatchEvent::Decoded(added)));
+            }
+        }
+        None
     }
 
     /// The next change as stored (the storage version's bytes), for controllers that read
