@@ -371,7 +371,6 @@ async fn legacy_resource_lists_match_kube_apiserver() {
         "nodes/proxy",
         "pods/attach",
         "pods/ephemeralcontainers",
-        "pods/eviction",
         "pods/exec",
         "pods/log",
         "pods/portforward",
