@@ -85,7 +85,10 @@ fn background_cascade_deletes_dependents_of_every_kind_after_the_owner() {
     s.kubectl_ok(&["create", "configmap", "bystander"]);
 
     let out = s.kubectl_ok(&["delete", "configmap", "owner"]);
-    assert_eq!(out.trim(), r#"configmap "owner" deleted"#);
+    assert_eq!(
+        out.trim(),
+        r#"configmap "owner" deleted from default namespace"#
+    );
     assert!(
         get(&s, "configmap", "owner").is_none(),
         "a background delete removes the owner at once"
@@ -168,7 +171,10 @@ fn foreground_cascade_goes_down_a_chain_of_owners() {
         "--cascade=foreground",
         "--timeout=30s",
     ]);
-    assert_eq!(out.trim(), r#"configmap "top" deleted"#);
+    assert_eq!(
+        out.trim(),
+        r#"configmap "top" deleted from default namespace"#
+    );
     assert!(get(&s, "configmap", "middle").is_none());
     assert!(get(&s, "configmap", "bottom").is_none());
 }

@@ -241,7 +241,10 @@ fn delete_then_get_is_not_found() {
     let s = TestServer::start();
     s.kubectl_ok(&["create", "configmap", "x", "--from-literal=a=b"]);
     let out = s.kubectl_ok(&["delete", "cm", "x"]);
-    assert_eq!(out.trim(), r#"configmap "x" deleted"#);
+    assert_eq!(
+        out.trim(),
+        r#"configmap "x" deleted from default namespace"#
+    );
     let err = s.kubectl_err(&["get", "cm", "x"]);
     assert!(
         err.contains(r#"Error from server (NotFound): configmaps "x" not found"#),

@@ -211,7 +211,10 @@ async fn delete_preconditions_and_propagation_policy() {
             &format!("--cascade={cascade}"),
             "--wait=false",
         ]);
-        assert_eq!(out.trim(), format!(r#"configmap "{name}" deleted"#));
+        assert_eq!(
+            out.trim(),
+            format!(r#"configmap "{name}" deleted from default namespace"#)
+        );
     }
 }
 
@@ -275,7 +278,10 @@ async fn delete_all_and_delete_collection_with_selectors() {
 
     // kubectl delete -l and --all.
     let out = s.kubectl_ok(&["delete", "cm", "-l", "tier=db"]);
-    assert_eq!(out.trim(), r#"configmap "d1" deleted"#);
+    assert_eq!(
+        out.trim(),
+        r#"configmap "d1" deleted from default namespace"#
+    );
     s.kubectl_ok(&["create", "configmap", "y1"]);
     let out = s.kubectl_ok(&["delete", "cm", "--all"]);
     assert!(
@@ -288,7 +294,7 @@ async fn delete_all_and_delete_collection_with_selectors() {
         "{out}"
     );
     let out = s.kubectl_ok(&["delete", "wd", "--all"]);
-    assert_eq!(out.trim(), r#"widget.example.dev "b" deleted"#);
+    assert_eq!(out.trim(), r#"widget.example.dev "b" deleted from default namespace"#);
 }
 
 // ---------------------------------------------------------------------------------------

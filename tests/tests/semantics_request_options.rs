@@ -63,7 +63,10 @@ fn kubectl_dry_run_server_persists_nothing() {
     );
     s.kubectl_ok(&["replace", "-f", f.to_str().unwrap(), "--dry-run=server"]);
     let out = s.kubectl_ok(&["delete", "cm", "real", "--dry-run=server"]);
-    assert_eq!(out.trim(), r#"configmap "real" deleted (server dry run)"#);
+    assert_eq!(
+        out.trim(),
+        r#"configmap "real" deleted from default namespace (server dry run)"#
+    );
     let obj = s.kubectl_ok(&["get", "cm", "real", "-o", "json"]);
     let obj: Value = serde_json::from_str(&obj).unwrap();
     assert_eq!(obj["data"]["a"], "b", "dry-run patch persisted");
