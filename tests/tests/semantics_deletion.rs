@@ -294,7 +294,10 @@ async fn delete_all_and_delete_collection_with_selectors() {
         "{out}"
     );
     let out = s.kubectl_ok(&["delete", "wd", "--all"]);
-    assert_eq!(out.trim(), r#"widget.example.dev "b" deleted from default namespace"#);
+    assert_eq!(
+        out.trim(),
+        r#"widget.example.dev "b" deleted from default namespace"#
+    );
 }
 
 // ---------------------------------------------------------------------------------------
