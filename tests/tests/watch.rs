@@ -46,6 +46,21 @@ fn view(store: &Store<ConfigMap>) -> Vec<String> {
     v
 }
 
+/// A reflector over a backed-off watcher of `app=x` ConfigMaps, as a controller runs one,
+/// and the task driving it (errors such as a restart are retried by the backoff).
+fn reflect_app_x(api: &Api<ConfigMap>) -> (Store<ConfigMap>, tokio::task::JoinHandle<()>) {
+    let (reader, writer) = reflector::store();
+    let stream = reflector::reflector(
+        writer,
+        watcher(api.clone(), watcher::Config::default().labels("app=x")).default_backoff(),
+    );
+    let driver = tokio::spawn(async move {
+        futures_util::pin_mut!(stream);
+        while stream.next().await.is_some() {}
+    });
+    (reader, driver)
+}
+
 async fn eventually(store: &Store<ConfigMap>, want: &[&str], what: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -69,17 +84,7 @@ async fn reflector_stays_in_sync_through_changes_selectors_and_a_restart() {
     let pp = PostParams::default();
     api.create(&pp, &cm("a", "x", "1")).await.unwrap();
 
-    let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(
-        writer,
-        watcher(api.clone(), watcher::Config::default().labels("app=x")).default_backoff(),
-    )
-    .applied_objects();
-    let driver = tokio::spawn(async move {
-        futures_util::pin_mut!(stream);
-        // Errors (the restart) are retried by the backoff; keep consuming.
-        while stream.next().await.is_some() {}
-    });
+    let (reader, driver) = reflect_app_x(&api);
     eventually(&reader, &["a=1"], "initial list").await;
 
     api.create(&pp, &cm("b", "x", "2")).await.unwrap();
@@ -313,15 +318,7 @@ async fn without_the_watch_cache_reads_and_watches_come_from_storage_and_agree()
     let pp = PostParams::default();
     api.create(&pp, &cm("a", "x", "1")).await.unwrap();
 
-    let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(
-        writer,
-        watcher(api.clone(), watcher::Config::default().labels("app=x")).default_backoff(),
-    );
-    let driver = tokio::spawn(async move {
-        futures_util::pin_mut!(stream);
-        while stream.next().await.is_some() {}
-    });
+    let (reader, driver) = reflect_app_x(&api);
     eventually(&reader, &["a=1"], "the initial list").await;
     api.create(&pp, &cm("b", "x", "2")).await.unwrap();
     api.create(&pp, &cm("other", "y", "0")).await.unwrap();
