@@ -44,7 +44,7 @@ need_test_venv() {
   export APISERVER_TEST_KUBECTL="$TEST_VENV/bin/kubectl"
 }
 
-# tests/tests/discovery.rs renders /docs in headless Chromium.
+# tests/tests/blackbox/discovery.rs renders /docs in headless Chromium.
 need_chromium() {
   if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then return; fi
   echo "==> chromium not found; installing it (apt-get)"
@@ -95,7 +95,7 @@ echo "==> cargo build -p apiserver --bin apiserver --features etcd,client (the b
 cargo build -q -p apiserver --bin apiserver --features etcd,client
 
 # Includes the storage conformance suite against a real etcd (apiserver's unit tests are
-# built with `etcd` here) and tests/tests/etcd.rs (the server through an etcd outage).
+# built with `etcd` here) and tests/tests/blackbox/etcd.rs (the server through an etcd outage).
 echo "==> cargo test --workspace"
 cargo test --workspace 2>&1 | tee target/test-workspace.log
 
@@ -112,34 +112,42 @@ fi
 # watches, apply, errors, the harness itself) again, each test server with an etcd of its
 # own. Not discovery (no storage), add_resource (a rebuild of a copy of the repository),
 # crash and restart (the embedded store's durability; they always use it). ~40 s.
-# The test binaries `cargo test --workspace` just built run again: a `cargo test -p` here
-# would resolve features differently and rebuild ~50 crates.
+# The blackbox test binary `cargo test --workspace` just built runs again, filtered to
+# those modules: a `cargo test -p` here would resolve features differently and rebuild
+# ~50 crates.
 echo "==> black-box suites on etcd (APISERVER_TEST_STORAGE=etcd)"
-# Every tests/tests/semantics_*.rs (the API machinery by area), so a new one runs here too.
-semantics_suites=(tests/tests/semantics_*.rs)
+# Every tests/tests/blackbox/semantics_*.rs (the API machinery by area), so a new one runs
+# here too.
+semantics_suites=(tests/tests/blackbox/semantics_*.rs)
 semantics_suites=("${semantics_suites[@]##*/}")
 semantics_suites=("${semantics_suites[@]%.rs}")
 etcd_suites=("${semantics_suites[@]}" watch kubectl kube_client apply bad_input server_bugs harness live_catalog crd crd_clients crd_conversion rbac service_accounts services garbage_collection encryption)
-mapfile -t etcd_binaries < <(
+blackbox=$(
   cargo test --workspace --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, sys
-wanted = set(sys.argv[1:])
 for line in sys.stdin:
     m = json.loads(line)
     t = m.get("target", {})
     if m.get("reason") == "compiler-artifact" and m.get("executable") \
-            and t.get("name") in wanted and "test" in t.get("kind", []):
+            and t.get("name") == "blackbox" and "test" in t.get("kind", []):
         print(m["executable"])
-' "${etcd_suites[@]}"
+'
 )
-if [ "${#etcd_binaries[@]}" -ne "${#etcd_suites[@]}" ]; then
-  echo "found ${#etcd_binaries[@]} of the ${#etcd_suites[@]} etcd suites: ${etcd_binaries[*]}" >&2
+if [ ! -x "$blackbox" ]; then
+  echo "the blackbox test binary was not found (got: '$blackbox')" >&2
   exit 1
 fi
-for bin in "${etcd_binaries[@]}"; do
-  echo "--> $(basename "$bin") on etcd"
-  (cd tests && APISERVER_TEST_STORAGE=etcd "$bin")
+# Each suite is a module; its filter is "<module>::". Check every one names some tests, so a
+# renamed module cannot silently drop out of the etcd run.
+etcd_filters=()
+for suite in "${etcd_suites[@]}"; do
+  if ! (cd tests && "$blackbox" --list "$suite::" 2>/dev/null | grep -c ': test$' >/dev/null); then
+    echo "the etcd suite $suite has no tests in the blackbox binary" >&2
+    exit 1
+  fi
+  etcd_filters+=("$suite::")
 done
+(cd tests && APISERVER_TEST_STORAGE=etcd "$blackbox" "${etcd_filters[@]}")
 
 # Every fuzz target from its committed corpus, a few seconds each; a crash fails the run.
 echo "==> fuzz targets (tests/fuzz, FUZZING.md)"

@@ -4,9 +4,9 @@
 //!
 //! The embedded store's durability, so always on the embedded store (`start_in`), whatever
 //! `APISERVER_TEST_STORAGE` says; on etcd durability is etcd's, and losing etcd under a
-//! running server is tests/tests/etcd.rs.
+//! running server is tests/tests/blackbox/etcd.rs.
 //!
-//! `CRASH_REPEAT=20 cargo test -p apiserver-tests --test crash` repeats the cycle.
+//! `CRASH_REPEAT=20 cargo test -p apiserver-tests --test blackbox crash::` repeats the cycle.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
