@@ -309,7 +309,7 @@ async fn admission_chain(
             inert.join(", ")
         );
     }
-    let webhooks = WebhookConfigurations::start(&state.catalog, state.store.clone()).await;
+    let webhooks = WebhookConfigurations::start(state.catalog.clone(), state.store.clone()).await;
     let policies = Policies::start(state.catalog.clone(), state.store.clone()).await;
     Ok(plugins::build(
         &selected,
