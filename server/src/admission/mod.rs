@@ -12,6 +12,7 @@ pub mod matching;
 pub mod namespaces;
 pub mod plugins;
 pub mod policy;
+pub mod policy_status;
 pub mod webhook;
 
 use std::collections::BTreeMap;

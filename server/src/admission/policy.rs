@@ -6,10 +6,13 @@
 //! for each request, every binding whose policy's `matchConstraints` and own
 //! `matchResources` select it is evaluated, once per parameter object when the policy
 //! has a `paramKind`, with `object`, `oldObject`, `request`, `params`,
-//! `namespaceObject` and `variables` bound. A failed validation is acted on as the
+//! `namespaceObject` and `variables` bound (matchPolicy Equivalent: a policy whose rules
+//! name another version of the requested resource sees the objects in that version). A
+//! failed validation is acted on as the
 //! binding's `validationActions` say: Deny refuses (the first such failure is the
 //! answer), Warn adds a `Warning`, Audit an audit annotation. An expression that cannot
-//! be evaluated follows the policy's `failurePolicy`.
+//! be evaluated follows the policy's `failurePolicy`. Each policy's status (its
+//! expressions type-checked) is written here too ([`super::policy_status`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -247,6 +250,13 @@ impl crate::controllers::Reload for Policies {
                     return;
                 }
             };
+        for policy in &policies {
+            let written =
+                super::policy_status::reconcile(&self.store, &kinds[0], &self.catalog, policy);
+            if let Err(e) = written.await {
+                tracing::warn!("admission policies: writing a policy's status: {e}");
+            }
+        }
         let policies: HashMap<String, Arc<Policy>> = policies
             .iter()
             .map(|p| {
