@@ -724,7 +724,7 @@ webhooks:
             .unwrap()
             .lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .filter(|l| l["path"].as_str().unwrap().ends_with("?exact"))
+            .filter(|l| l["path"].as_str().unwrap().contains("?exact"))
             .map(|l| l["request"]["object"]["metadata"]["name"].clone())
             .collect()
     };
