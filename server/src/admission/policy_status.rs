@@ -161,6 +161,7 @@ mod tests {
             ]},
             "validations": [
                 {"expression": "object.spec.replicas > 1"},
+                // A macro's expansion is placed at its call, as cel-go's parser places it.
                 {"expression": "has(object.data)", "messageExpression": "object.metadata.name"},
             ],
         }});
@@ -171,7 +172,7 @@ mod tests {
                 json!({"fieldRef": "spec.validations[0].expression", "warning":
                     "/v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field 'spec'\n | object.spec.replicas > 1\n | ......^\n"}),
                 json!({"fieldRef": "spec.validations[1].expression", "warning":
-                    "apps/v1, Kind=Deployment: ERROR: <input>:1:11: undefined field 'data'\n | has(object.data)\n | ..........^\n"}),
+                    "apps/v1, Kind=Deployment: ERROR: <input>:1:4: undefined field 'data'\n | has(object.data)\n | ...^\n"}),
             ]
         );
     }
