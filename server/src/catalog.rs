@@ -465,6 +465,28 @@ impl Catalog {
     pub fn all(&self) -> Vec<Arc<ApiResource>> {
         self.snapshot().all.clone()
     }
+
+    /// The resources equivalent to `res` (upstream's equivalent resource mapper): the
+    /// other served versions of the same stored objects, which are a CRD's versions.
+    pub fn equivalents(&self, res: &ApiResource) -> Vec<Arc<ApiResource>> {
+        if !res.converts() {
+            return Vec::new();
+        }
+        let index = self.snapshot();
+        let Some(versions) = index.by_resource.get(&res.def.group) else {
+            return Vec::new();
+        };
+        let mut found: Vec<Arc<ApiResource>> = versions
+            .iter()
+            .filter(|(version, _)| **version != res.def.version)
+            .filter_map(|(_, plurals)| plurals.get(&res.def.plural))
+            .filter(|e| e.converts() && e.storage_api_version() == res.storage_api_version())
+            .cloned()
+            .collect();
+        // In Kubernetes' version priority (v2 before v1beta1), as discovery lists them.
+        found.sort_by(|a, b| crate::discovery::compare_versions(&a.def.version, &b.def.version));
+        found
+    }
 }
 
 impl Index {

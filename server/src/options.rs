@@ -223,6 +223,58 @@ pub struct ServerRunOptions {
     #[arg(long = "audit-policy-file", value_name = "FILE", help_heading = sections::AUDITING)]
     pub audit_policy_file: Option<PathBuf>,
 
+    /// Events a batching audit webhook queues before it drops them.
+    #[arg(long = "audit-webhook-batch-buffer-size", default_value_t = 10_000, allow_negative_numbers = true, help_heading = sections::AUDITING, value_name = "int")]
+    pub audit_webhook_batch_buffer_size: i64,
+
+    /// The most events a batching audit webhook sends in one EventList.
+    #[arg(long = "audit-webhook-batch-max-size", default_value_t = 400, allow_negative_numbers = true, help_heading = sections::AUDITING, value_name = "int")]
+    pub audit_webhook_batch_max_size: i64,
+
+    /// The longest a batching audit webhook collects events before it sends them.
+    #[arg(long = "audit-webhook-batch-max-wait", default_value = "30s", value_parser = crate::filters::limits::parse_duration, help_heading = sections::AUDITING, value_name = "duration")]
+    pub audit_webhook_batch_max_wait: Duration,
+
+    /// EventLists a batching audit webhook may send at once after sending none for a while.
+    #[arg(long = "audit-webhook-batch-throttle-burst", default_value_t = 15, allow_negative_numbers = true, help_heading = sections::AUDITING, value_name = "int")]
+    pub audit_webhook_batch_throttle_burst: i64,
+
+    /// Whether a batching audit webhook's sends are throttled.
+    #[arg(
+        long = "audit-webhook-batch-throttle-enable",
+        default_value_t = true,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set,
+        help_heading = sections::AUDITING
+    )]
+    pub audit_webhook_batch_throttle_enable: bool,
+
+    /// EventLists a batching audit webhook sends a second at most.
+    #[arg(long = "audit-webhook-batch-throttle-qps", default_value_t = 10.0, allow_negative_numbers = true, help_heading = sections::AUDITING, value_name = "float32")]
+    pub audit_webhook_batch_throttle_qps: f64,
+
+    /// A kubeconfig naming the audit webhook (its cluster's server, CA and the client's
+    /// credentials): audit events are POSTed there as audit.k8s.io/v1 EventLists.
+    #[arg(long = "audit-webhook-config-file", value_name = "string", help_heading = sections::AUDITING)]
+    pub audit_webhook_config_file: Option<PathBuf>,
+
+    /// How long to wait before retrying a failed send to the audit webhook (later
+    /// retries wait 1.5 times longer each, five tries in all).
+    #[arg(long = "audit-webhook-initial-backoff", default_value = "10s", value_parser = crate::filters::limits::parse_duration, help_heading = sections::AUDITING, value_name = "duration")]
+    pub audit_webhook_initial_backoff: Duration,
+
+    /// How events are sent to the audit webhook: batch (queued and sent in lists; dropped
+    /// when the queue is full), blocking (each request waits for its events to be sent;
+    /// failures are logged) or blocking-strict (as blocking, and a request whose first
+    /// event cannot be sent fails).
+    #[arg(long = "audit-webhook-mode", default_value = "batch", help_heading = sections::AUDITING, value_name = "string")]
+    pub audit_webhook_mode: String,
+
+    /// The API version of the events sent to the audit webhook: audit.k8s.io/v1.
+    #[arg(long = "audit-webhook-version", default_value = "audit.k8s.io/v1", help_heading = sections::AUDITING, value_name = "string")]
+    pub audit_webhook_version: String,
+
     // Authentication flags.
     /// Requests without credentials are served as `system:anonymous` (group
     /// `system:unauthenticated`), allowed what the authorizers grant them; with false
@@ -664,11 +716,13 @@ fn remove_bad_value(command: &clap::Command, e: &clap::Error, args: &mut Vec<Str
     false
 }
 
-/// Auditing as the flags ask for it (see [`ServerRunOptions::audit_config`]).
+/// Auditing as the flags ask for it (see [`ServerRunOptions::audit_config`]): the
+/// policy and at least one backend.
 pub struct AuditConfig {
     pub policy: crate::audit::policy::Policy,
-    pub destination: crate::audit::log::Destination,
-    pub mode: crate::audit::log::Mode,
+    /// The log: where and how it is written.
+    pub log: Option<(crate::audit::log::Destination, crate::audit::log::Mode)>,
+    pub webhook: Option<crate::audit::webhook::WebhookConfig>,
 }
 
 impl ServerRunOptions {
@@ -680,9 +734,9 @@ impl ServerRunOptions {
         )
     }
 
-    /// Auditing, when both a policy and a log path are given (`None` otherwise, as
-    /// upstream: no backend or no policy means no audit); every problem with the audit
-    /// flags or the policy file otherwise.
+    /// Auditing, when a policy and a backend (log path, webhook) are given (`None`
+    /// otherwise, as upstream: no backend or no policy means no audit); every problem
+    /// with the audit flags, the policy file or the webhook's kubeconfig otherwise.
     pub fn audit_config(&self) -> Result<Option<AuditConfig>, Vec<String>> {
         use crate::audit::log::{Destination, Mode};
         use crate::audit::rotation::Rotation;
@@ -706,14 +760,18 @@ impl ServerRunOptions {
                 "--audit-log-format {other:?}: unknown format; supported: json"
             )),
         }
-        let mode = Mode::parse(&self.audit_log_mode).unwrap_or_else(|| {
-            errors.push(format!(
-                "--audit-log-mode {:?}: unknown mode; supported: {}",
-                self.audit_log_mode,
-                Mode::NAMES.join(", ")
-            ));
-            Mode::Blocking
-        });
+        let mut mode_of = |flag: &str, value: &str| {
+            Mode::parse(value).unwrap_or_else(|| {
+                errors.push(format!(
+                    "{flag} {value:?}: unknown mode; supported: {}",
+                    Mode::NAMES.join(", ")
+                ));
+                Mode::Blocking
+            })
+        };
+        let mode = mode_of("--audit-log-mode", &self.audit_log_mode);
+        let webhook_mode = mode_of("--audit-webhook-mode", &self.audit_webhook_mode);
+        let webhook = self.audit_webhook_config(webhook_mode, &mut errors);
         let policy = match &self.audit_policy_file {
             Some(path) => crate::audit::policy::Policy::load(path)
                 .map_err(|e| errors.push(e.to_string()))
@@ -729,13 +787,82 @@ impl ServerRunOptions {
         if !errors.is_empty() {
             return Err(errors);
         }
-        Ok(match (policy, destination) {
-            (Some(policy), Some(destination)) => Some(AuditConfig {
+        let log = destination.map(|d| (d, mode));
+        Ok(match policy {
+            Some(policy) if log.is_some() || webhook.is_some() => Some(AuditConfig {
                 policy,
-                destination,
-                mode,
+                log,
+                webhook,
             }),
             _ => None,
+        })
+    }
+
+    /// The audit webhook, when `--audit-webhook-config-file` names one; its flags'
+    /// problems go to `errors`.
+    fn audit_webhook_config(
+        &self,
+        mode: crate::audit::log::Mode,
+        errors: &mut Vec<String>,
+    ) -> Option<crate::audit::webhook::WebhookConfig> {
+        use crate::audit::webhook::{BatchConfig, WebhookConfig};
+        let mut positive = |flag: &str, value: i64| {
+            usize::try_from(value)
+                .ok()
+                .filter(|v| *v > 0)
+                .unwrap_or_else(|| {
+                    errors.push(format!("{flag} {value} must be greater than 0"));
+                    1
+                })
+        };
+        let buffer_size = positive(
+            "--audit-webhook-batch-buffer-size",
+            self.audit_webhook_batch_buffer_size,
+        );
+        let max_size = positive(
+            "--audit-webhook-batch-max-size",
+            self.audit_webhook_batch_max_size,
+        );
+        let throttle = self.audit_webhook_batch_throttle_enable.then(|| {
+            let burst = positive(
+                "--audit-webhook-batch-throttle-burst",
+                self.audit_webhook_batch_throttle_burst,
+            );
+            (self.audit_webhook_batch_throttle_qps, burst as u32)
+        });
+        if throttle.is_some() && self.audit_webhook_batch_throttle_qps <= 0.0 {
+            errors.push(format!(
+                "--audit-webhook-batch-throttle-qps {} must be greater than 0",
+                self.audit_webhook_batch_throttle_qps
+            ));
+        }
+        if self.audit_webhook_batch_max_wait.is_zero() {
+            errors.push("--audit-webhook-batch-max-wait must be greater than 0".into());
+        }
+        if self.audit_webhook_version != "audit.k8s.io/v1" {
+            errors.push(format!(
+                "--audit-webhook-version {:?}: only audit.k8s.io/v1 is supported",
+                self.audit_webhook_version
+            ));
+        }
+        let path = self
+            .audit_webhook_config_file
+            .as_ref()
+            .filter(|p| !p.as_os_str().is_empty())?;
+        let flag = "--audit-webhook-config-file";
+        let server = crate::auth::parent::Parent::from_kubeconfig(path, flag)
+            .map_err(|e| errors.push(e))
+            .ok()?;
+        Some(WebhookConfig {
+            server,
+            mode,
+            batch: BatchConfig {
+                buffer_size,
+                max_size,
+                max_wait: self.audit_webhook_batch_max_wait,
+                throttle,
+            },
+            initial_backoff: self.audit_webhook_initial_backoff,
         })
     }
 

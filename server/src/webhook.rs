@@ -150,7 +150,10 @@ impl Endpoint {
         body: Option<String>,
         timeout: Duration,
     ) -> Result<(hyper::StatusCode, Bytes), String> {
-        let full = format!("{}{path}", self.path.trim_end_matches('/'));
+        let full = match format!("{}{path}", self.path.trim_end_matches('/')) {
+            full if full.is_empty() => "/".to_string(),
+            full => full,
+        };
         let url = format!("{}{path}", self.url.trim_end_matches('/'));
         let verb = method_word(&method);
         let body = Bytes::from(body.unwrap_or_default());

@@ -60,6 +60,28 @@ spec:
                 active: {type: integer}
 ";
 
+/// The Gizmo CustomResourceDefinition, served as `example.com/v1` (stored) and `v2`
+/// with conversion None: one kind in two versions, for matchPolicy Equivalent.
+pub const GIZMOS_CRD: &str = "\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gizmos.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gizmos, singular: gizmo, kind: Gizmo}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}
+    - name: v2
+      served: true
+      storage: false
+      schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}
+";
+
 /// Applies the CRD in `file` and waits (as users do, with kubectl) until it is
 /// Established.
 pub fn install_crd(s: &TestServer, file: &Path, name: &str) {

@@ -43,8 +43,26 @@ impl WebhookServer {
         args: &[&Path],
     ) -> WebhookServer {
         let script = s.write_file(name, script);
+        Self::run(&script, (cert, key), args)
+    }
+
+    /// As [`WebhookServer::start_with_cert`], before any test server exists (a server
+    /// whose flags name the webhook): the script is written into `dir`.
+    pub fn start_in(
+        dir: &Path,
+        name: &str,
+        script: &str,
+        (cert, key): (&Path, &Path),
+        args: &[&Path],
+    ) -> WebhookServer {
+        let path = dir.join(name);
+        std::fs::write(&path, script).expect("writing the webhook's script");
+        Self::run(&path, (cert, key), args)
+    }
+
+    fn run(script: &Path, (cert, key): (&Path, &Path), args: &[&Path]) -> WebhookServer {
         let mut child = Command::new(crate::python_binary())
-            .arg(&script)
+            .arg(script)
             .arg(cert)
             .arg(key)
             .args(args)

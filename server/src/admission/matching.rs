@@ -91,6 +91,9 @@ impl Rule {
 
 /// A policy's `matchConstraints` or a binding's `matchResources`.
 pub struct MatchResources {
+    /// `matchPolicy: Equivalent` (the default): rules naming another version of the
+    /// requested resource match too.
+    pub equivalent: bool,
     rules: Vec<Rule>,
     excluded: Vec<Rule>,
     namespace_selector: Result<LabelSelector, String>,
@@ -108,6 +111,7 @@ impl MatchResources {
                 .collect()
         };
         MatchResources {
+            equivalent: v["matchPolicy"] != "Exact",
             rules: rules("resourceRules"),
             excluded: rules("excludeResourceRules"),
             namespace_selector: LabelSelector::from_json(&v["namespaceSelector"]),

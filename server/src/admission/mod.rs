@@ -12,6 +12,7 @@ pub mod matching;
 pub mod namespaces;
 pub mod plugins;
 pub mod policy;
+pub mod policy_status;
 pub mod webhook;
 
 use std::collections::BTreeMap;
@@ -57,6 +58,7 @@ impl Operation {
 }
 
 /// What a plugin is told about one write (upstream's `admission.Attributes`).
+#[derive(Clone, Copy)]
 pub struct Attributes<'a> {
     pub operation: Operation,
     pub resource: &'a ApiResource,
@@ -76,6 +78,29 @@ pub struct Attributes<'a> {
     pub field_manager: &'a str,
     /// Where plugins leave warnings and audit annotations.
     pub outcome: &'a Outcome,
+}
+
+impl<'a> Attributes<'a> {
+    /// The request as seen through `res`, a resource equivalent to the requested one
+    /// (matchPolicy Equivalent), with the old object converted to `res`'s version.
+    pub fn as_equivalent<'b>(
+        &'b self,
+        res: &'b ApiResource,
+        old_object: Option<&'b Value>,
+    ) -> Attributes<'b> {
+        Attributes {
+            resource: res,
+            kind: res,
+            old_object,
+            ..*self
+        }
+    }
+
+    /// Whether the object is of the resource's own kind (not a create-only
+    /// subresource's body), so equivalent versions of the resource can stand in for it.
+    pub fn has_equivalents(&self) -> bool {
+        std::ptr::eq(self.kind, self.resource) && self.resource.converts()
+    }
 }
 
 /// What admission adds to a response besides its decision: warnings for the client

@@ -6,10 +6,13 @@
 //! for each request, every binding whose policy's `matchConstraints` and own
 //! `matchResources` select it is evaluated, once per parameter object when the policy
 //! has a `paramKind`, with `object`, `oldObject`, `request`, `params`,
-//! `namespaceObject` and `variables` bound. A failed validation is acted on as the
+//! `namespaceObject` and `variables` bound (matchPolicy Equivalent: a policy whose rules
+//! name another version of the requested resource sees the objects in that version). A
+//! failed validation is acted on as the
 //! binding's `validationActions` say: Deny refuses (the first such failure is the
 //! answer), Warn adds a `Warning`, Audit an audit annotation. An expression that cannot
-//! be evaluated follows the policy's `failurePolicy`.
+//! be evaluated follows the policy's `failurePolicy`. Each policy's status (its
+//! expressions type-checked) is written here too ([`super::policy_status`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -26,6 +29,7 @@ use crate::api::status::StatusReason;
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::{ApiResource, Catalog};
 use crate::registry::cel::{to_cel, Expression};
+use crate::registry::codec::convert_to;
 use crate::registry::Store;
 
 const GROUP: &str = "admissionregistration.k8s.io";
@@ -246,6 +250,13 @@ impl crate::controllers::Reload for Policies {
                     return;
                 }
             };
+        for policy in &policies {
+            let written =
+                super::policy_status::reconcile(&self.store, &kinds[0], &self.catalog, policy);
+            if let Err(e) = written.await {
+                tracing::warn!("admission policies: writing a policy's status: {e}");
+            }
+        }
         let policies: HashMap<String, Arc<Policy>> = policies
             .iter()
             .map(|p| {
@@ -379,6 +390,7 @@ impl ValidatingPlugin for ValidatingAdmissionPolicy {
             return Ok(());
         }
         let mut labels = None;
+        let mut equivalents = None;
         let mut deny: Option<ApiError> = None;
         for binding in bindings.iter() {
             let policy = &binding.policy;
@@ -392,15 +404,37 @@ impl ValidatingPlugin for ValidatingAdmissionPolicy {
                 labels = Some(namespace_labels(&self.0.store, a, object).await?);
             }
             let ns_labels = labels.as_ref().and_then(Option::as_ref);
-            if !policy.constraints.matches(a, object, ns_labels, false)
-                || binding
-                    .narrowing
-                    .as_ref()
-                    .is_some_and(|m| !m.matches(a, object, ns_labels, true))
+            let constraints = &policy.constraints;
+            let equivalent = if constraints.matches(a, object, ns_labels, false) {
+                None
+            } else if constraints.equivalent && a.has_equivalents() {
+                let equivalents =
+                    equivalents.get_or_insert_with(|| self.0.catalog.equivalents(a.resource));
+                let named = equivalents.iter().find(|e| {
+                    constraints.matches(&a.as_equivalent(e, a.old_object), object, ns_labels, false)
+                });
+                match named {
+                    Some(e) => Some(e.clone()),
+                    None => continue,
+                }
+            } else {
+                continue;
+            };
+            let seen = match &equivalent {
+                Some(e) => a.as_equivalent(e, a.old_object),
+                None => *a,
+            };
+            if binding
+                .narrowing
+                .as_ref()
+                .is_some_and(|m| !m.matches(&seen, object, ns_labels, true))
             {
                 continue;
             }
-            let outcome = evaluate(&self.0, binding, a, object).await;
+            let outcome = match &equivalent {
+                None => evaluate(&self.0, binding, a, object).await,
+                Some(e) => evaluate_as(&self.0, binding, a, e, object).await,
+            };
             let failures = match outcome {
                 Ok(failures) => failures,
                 Err(why) if policy.failure_policy == FailurePolicy::Ignore => {
@@ -568,6 +602,32 @@ fn refusal(a: &Attributes<'_>, message: String, reason: StatusReason) -> ApiErro
         details: Some(details),
         ..base
     }
+}
+
+/// Evaluates one binding for the request seen as `equivalent` (matchPolicy Equivalent):
+/// the objects converted to that version first.
+async fn evaluate_as(
+    policies: &Policies,
+    binding: &Binding,
+    a: &Attributes<'_>,
+    equivalent: &ApiResource,
+    object: Option<&Value>,
+) -> Result<Vec<Failure>, String> {
+    let convert = |obj: Option<&Value>| {
+        let obj = obj.cloned();
+        async move {
+            match obj {
+                Some(obj) => convert_to(equivalent, obj)
+                    .await
+                    .map(Some)
+                    .map_err(|e| e.to_string()),
+                None => Ok(None),
+            }
+        }
+    };
+    let (object, old_object) = (convert(object).await?, convert(a.old_object).await?);
+    let seen = a.as_equivalent(equivalent, old_object.as_ref());
+    evaluate(policies, binding, &seen, object.as_ref()).await
 }
 
 /// Evaluates one binding for the request: its failed validations, or why it could not be

@@ -59,8 +59,10 @@ pub enum WriteError {
     Io(#[from] io::Error),
     #[error("the audit batch queue is full ({BATCH_BUFFER} events)")]
     QueueFull,
-    #[error("the audit log writer has stopped")]
+    #[error("the audit writer has stopped")]
     WriterGone,
+    #[error("sending to the audit webhook: {0}")]
+    Webhook(String),
 }
 
 enum Sink {
@@ -151,6 +153,17 @@ impl LogBackend {
     /// Events lost so far.
     pub fn lost(&self) -> u64 {
         self.lost.load(Ordering::Relaxed)
+    }
+}
+
+#[async_trait::async_trait]
+impl super::Backend for LogBackend {
+    async fn process(&self, line: bytes::Bytes) -> Result<(), WriteError> {
+        self.write(Vec::from(line))
+    }
+
+    fn strict(&self) -> bool {
+        LogBackend::strict(self)
     }
 }
 

@@ -1,7 +1,8 @@
 //! The audit log, as kube-apiserver's: a policy ([`policy`]) decides per request how
 //! much is recorded, the audit filter (`filters/audit.rs`) builds one [`event::Event`]
 //! per stage of the request, and the log backend ([`log`], rotation in [`rotation`])
-//! writes them as JSON lines. No `--audit-policy-file` means no auditing at all.
+//! writes them as JSON lines; the webhook backend ([`webhook`]) sends them to a server.
+//! No `--audit-policy-file` means no auditing at all.
 //!
 //! What the filter cannot see from outside (the authorization decision, admission's
 //! annotations, the object answered) is recorded into the request's [`RequestAudit`]
@@ -11,6 +12,7 @@ pub mod event;
 pub mod log;
 pub mod policy;
 pub mod rotation;
+pub mod webhook;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -18,12 +20,13 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use actix_web::{HttpMessage, HttpRequest};
+use bytes::Bytes;
 
 use crate::auth::UserInfo;
 use serde_json::Value;
 
 use event::{Event, Level, MicroTime, Stage};
-use log::{LogBackend, WriteError};
+use log::WriteError;
 use policy::{Attributes, Policy, RequestAuditConfig};
 
 /// The audit annotation of the authorization decision (`allow` or `forbid`).
@@ -31,16 +34,29 @@ pub const DECISION_ANNOTATION: &str = "authorization.k8s.io/decision";
 /// The audit annotation of the authorizer's reason.
 pub const REASON_ANNOTATION: &str = "authorization.k8s.io/reason";
 
-/// Auditing as the flags configure it: the policy and the backend.
+/// Where audit events go: one of the log or webhook backends.
+#[async_trait::async_trait]
+pub trait Backend: Send + Sync {
+    /// Takes one event, a JSON line. A failure has been logged and counted when this
+    /// returns it.
+    async fn process(&self, line: Bytes) -> Result<(), WriteError>;
+
+    /// Whether a RequestReceived event this backend cannot take fails its request
+    /// (`blocking-strict`).
+    fn strict(&self) -> bool;
+}
+
+/// Auditing as the flags configure it: the policy and the backends (every event goes
+/// to each, as upstream's union of backends).
 pub struct Audit {
     policy: Policy,
-    backend: Arc<LogBackend>,
+    backends: Vec<Arc<dyn Backend>>,
 }
 
 impl Audit {
-    /// Auditing with `policy` into `backend`.
-    pub fn new(policy: Policy, backend: Arc<LogBackend>) -> Self {
-        Audit { policy, backend }
+    /// Auditing with `policy` into `backends`.
+    pub fn new(policy: Policy, backends: Vec<Arc<dyn Backend>>) -> Self {
+        Audit { policy, backends }
     }
 
     /// How a request with these attributes is audited.
@@ -48,21 +64,33 @@ impl Audit {
         self.policy.evaluate(a)
     }
 
-    /// Whether a RequestReceived event that cannot be written fails its request.
-    pub fn strict(&self) -> bool {
-        self.backend.strict()
-    }
-
     /// Writes `ev` at `stage` (stamped now; RequestReceived keeps the time the request
-    /// came in), unless the request's config omits the stage.
-    pub fn process(
+    /// came in) to every backend, unless the request's config omits the stage. An error
+    /// means a `blocking-strict` backend did not take it (the request fails when it is
+    /// its RequestReceived event); other backends' failures are only logged and counted.
+    pub async fn process(
         &self,
         ev: &mut Event,
         stage: Stage,
         config: &RequestAuditConfig,
     ) -> Result<(), WriteError> {
+        match self.line(ev, stage, config) {
+            Ok(Some(line)) => self.emit(line).await,
+            Ok(None) => Ok(()),
+            Err(e) if self.backends.iter().any(|b| b.strict()) => Err(e),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// `ev` at `stage` as a line, when the request's config writes the stage.
+    pub fn line(
+        &self,
+        ev: &mut Event,
+        stage: Stage,
+        config: &RequestAuditConfig,
+    ) -> Result<Option<Bytes>, WriteError> {
         if !config.writes(stage) {
-            return Ok(());
+            return Ok(None);
         }
         ev.stage = stage;
         ev.stage_timestamp = match stage {
@@ -70,12 +98,36 @@ impl Audit {
             _ => MicroTime::now(),
         };
         match ev.to_line() {
-            Ok(line) => self.backend.write(line),
+            Ok(line) => Ok(Some(Bytes::from(line))),
             Err(e) => {
-                self.backend.count_lost(&e);
+                tracing::error!(error = %e, "audit event not serialized");
                 Err(WriteError::Io(std::io::Error::other(e)))
             }
         }
+    }
+
+    /// Gives `line` to every backend (concurrently: a blocking webhook does not hold
+    /// the log back); the first failure of a strict one, if any.
+    pub async fn emit(&self, line: Bytes) -> Result<(), WriteError> {
+        if let [only] = self.backends.as_slice() {
+            return only.process(line).await.or_else(|e| strictly(only, e));
+        }
+        let sends = self.backends.iter().map(|b| {
+            let line = line.clone();
+            async move { b.process(line).await.or_else(|e| strictly(b, e)) }
+        });
+        futures_util::future::join_all(sends)
+            .await
+            .into_iter()
+            .collect()
+    }
+}
+
+/// A backend's failure counts against the request only when the backend is strict.
+fn strictly(backend: &Arc<dyn Backend>, e: WriteError) -> Result<(), WriteError> {
+    match backend.strict() {
+        true => Err(e),
+        false => Ok(()),
     }
 }
 

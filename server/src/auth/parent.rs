@@ -1,7 +1,8 @@
 //! The parent API server of delegated authentication and authorization
 //! (`--authentication-kubeconfig`, `--authorization-kubeconfig`): the kubeconfig read as
 //! client-go reads it (its current context's cluster and user), and JSON calls to the
-//! parent within a deadline, over the webhooks' HTTPS client.
+//! parent within a deadline, over the webhooks' HTTPS client. The audit webhook
+//! (`--audit-webhook-config-file`) is a server named the same way.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -66,6 +67,25 @@ impl Parent {
         self.call(hyper::Method::GET, path, None).await
     }
 
+    /// POSTs `body` (JSON) to `path` within `timeout`; any 2xx is success, whatever the
+    /// answer's body.
+    pub async fn post_expecting_success(
+        &self,
+        path: &str,
+        body: String,
+        timeout: Duration,
+    ) -> Result<(), ParentError> {
+        let (status, bytes) = self
+            .endpoint
+            .call(hyper::Method::POST, path, Some(body), timeout)
+            .await
+            .map_err(ParentError::Unreachable)?;
+        match status.is_success() {
+            true => Ok(()),
+            false => Err(status_error(status, &bytes)),
+        }
+    }
+
     async fn call(
         &self,
         method: hyper::Method,
@@ -77,24 +97,27 @@ impl Parent {
             .call(method, path, body, CALL_TIMEOUT)
             .await
             .map_err(ParentError::Unreachable)?;
-        let answer: Option<Value> = serde_json::from_slice(&bytes).ok();
         if !status.is_success() {
-            let message = answer
-                .as_ref()
-                .and_then(|a| a["message"].as_str())
-                .map(str::to_string)
-                .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
-            return Err(ParentError::Status {
-                code: status.as_u16(),
-                message,
-            });
+            return Err(status_error(status, &bytes));
         }
-        answer.ok_or_else(|| {
+        serde_json::from_slice(&bytes).ok().ok_or_else(|| {
             ParentError::Unreachable(format!(
                 "{}{path}: the answer is not JSON",
                 self.endpoint.url()
             ))
         })
+    }
+}
+
+/// A failure answer: its Status's message, else the body.
+fn status_error(status: hyper::StatusCode, body: &[u8]) -> ParentError {
+    let message = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|a| a["message"].as_str().map(str::to_string))
+        .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
+    ParentError::Status {
+        code: status.as_u16(),
+        message,
     }
 }
 

@@ -70,8 +70,8 @@ pub async fn audit(
     req.extensions_mut().insert(ctx.clone());
     if audit
         .process(&mut ev, Stage::RequestReceived, &ctx.config)
+        .await
         .is_err()
-        && audit.strict()
     {
         let e = ApiError::internal("failed to store audit event");
         let (http, _) = req.into_parts();
@@ -101,7 +101,7 @@ pub async fn audit(
                 message: format!("APIServer panic'd: {}", panic_message(&*panic)),
                 ..ResponseStatus::code(500)
             });
-            let _ = audit.process(&mut ev, Stage::Panic, &ctx.config);
+            let _ = audit.process(&mut ev, Stage::Panic, &ctx.config).await;
             std::panic::resume_unwind(panic)
         }
         Ok(resp) => resp.map(ServiceResponse::map_into_boxed_body),
@@ -130,11 +130,15 @@ pub async fn audit(
         };
     }
     if info.verb != "watch" {
-        let _ = audit.process(&mut ev, Stage::ResponseComplete, &ctx.config);
+        let _ = audit
+            .process(&mut ev, Stage::ResponseComplete, &ctx.config)
+            .await;
         return with_audit_id(resp, &audit_id);
     }
     // A watch: started now, complete when its stream ends (or the client goes).
-    let _ = audit.process(&mut ev, Stage::ResponseStarted, &ctx.config);
+    let _ = audit
+        .process(&mut ev, Stage::ResponseStarted, &ctx.config)
+        .await;
     let completion = Completion {
         audit: audit.clone(),
         event: ev,
@@ -153,7 +157,7 @@ pub async fn audit(
 
 /// Audits a request whose credentials were refused (401): one ResponseStarted event,
 /// no user, the methods tried in the message (as upstream).
-pub fn failed_authentication(
+pub async fn failed_authentication(
     audit: &Audit,
     req: ServiceRequest,
     err: ApiError,
@@ -168,7 +172,9 @@ pub fn failed_authentication(
             message: attempted_methods(&req),
             ..ResponseStatus::code(401)
         });
-        let _ = audit.process(&mut ev, Stage::ResponseStarted, &config);
+        let _ = audit
+            .process(&mut ev, Stage::ResponseStarted, &config)
+            .await;
     }
     let (http, _) = req.into_parts();
     let mut resp = ServiceResponse::from_err(err, http);
@@ -391,10 +397,18 @@ struct Completion {
 }
 
 impl Drop for Completion {
+    /// The line is made now; backends take it in a task (a drop cannot wait for a
+    /// blocking webhook).
     fn drop(&mut self) {
-        let _ = self
+        let line = self
             .audit
-            .process(&mut self.event, Stage::ResponseComplete, &self.config);
+            .line(&mut self.event, Stage::ResponseComplete, &self.config);
+        if let Ok(Some(line)) = line {
+            let audit = self.audit.clone();
+            crate::panics::spawn("audit of a watch's end", async move {
+                let _ = audit.emit(line).await;
+            });
+        }
     }
 }
 
@@ -442,7 +456,7 @@ mod tests {
             max_age_days: 0,
         };
         let backend = LogBackend::open(Destination::File(log.clone(), rotation), Mode::Blocking);
-        let audit = Audit::new(Policy::load(&policy_file).unwrap(), backend.unwrap());
+        let audit = Audit::new(Policy::load(&policy_file).unwrap(), vec![backend.unwrap()]);
         (web::Data::new(audit), log)
     }
 

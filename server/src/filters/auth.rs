@@ -77,7 +77,8 @@ pub async fn authenticate(
                     &audit,
                     req,
                     ApiError::unauthorized(),
-                ));
+                )
+                .await);
             }
             return Err(ApiError::unauthorized().into());
         }

@@ -121,6 +121,29 @@ pub async fn served_one(res: &ApiResource, obj: Value) -> Result<Value, ApiError
     Ok(served(res, vec![obj]).await?.pop().unwrap_or_default())
 }
 
+/// `obj` (any version of `to`'s kind) in the version `to` serves: admission sends
+/// objects to webhooks and policies that asked for an equivalent version (matchPolicy
+/// Equivalent) converted as reads are.
+pub async fn convert_to(to: &ApiResource, obj: Value) -> Result<Value, ApiError> {
+    if obj["apiVersion"] == to.api_version() {
+        return Ok(obj);
+    }
+    match to.conversion_webhook() {
+        Some(webhook) => Ok(webhook
+            .convert(vec![obj], to.api_version())
+            .await?
+            .pop()
+            .unwrap_or_default()),
+        None => {
+            let mut obj = obj;
+            if let Some(m) = obj.as_object_mut() {
+                m.insert("apiVersion".into(), Value::String(to.api_version().into()));
+            }
+            Ok(obj)
+        }
+    }
+}
+
 /// `obj` (in the version `res` serves) in the storage version, for a conversion webhook;
 /// [`encode`] writes conversion `None`'s.
 async fn to_storage(res: &ApiResource, obj: Value) -> Result<Value, ApiError> {

@@ -173,7 +173,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
     };
     let auth = web::Data::new(configured.auth);
     let admission = web::Data::new(admission_chain(&opts, &state, &auth).await?);
-    let audit = audit(&opts)?;
+    let (audit, audit_webhook) = audit(&opts)?;
     let mut server = HttpServer::new(move || {
         filters::handler_chain(
             app_state.clone(),
@@ -243,6 +243,9 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
     if let Some(elector) = elector {
         let _ = tokio::time::timeout(LEASE_RELEASE_WAIT, elector).await;
     }
+    if let Some(webhook) = audit_webhook {
+        webhook.shutdown(AUDIT_FLUSH_WAIT).await;
+    }
     // Nothing is served any more: storage is closed last.
     state.storage.close().await;
     tracing::info!("[graceful-termination] apiserver is exiting");
@@ -306,7 +309,7 @@ async fn admission_chain(
             inert.join(", ")
         );
     }
-    let webhooks = WebhookConfigurations::start(&state.catalog, state.store.clone()).await;
+    let webhooks = WebhookConfigurations::start(state.catalog.clone(), state.store.clone()).await;
     let policies = Policies::start(state.catalog.clone(), state.store.clone()).await;
     Ok(plugins::build(
         &selected,
@@ -320,23 +323,42 @@ async fn admission_chain(
     ))
 }
 
-/// Auditing, when `--audit-policy-file` and `--audit-log-path` are both given.
-fn audit(opts: &ServerRunOptions) -> Result<Option<web::Data<crate::audit::Audit>>, String> {
+/// Auditing, when `--audit-policy-file` and a backend (`--audit-log-path`,
+/// `--audit-webhook-config-file`) are given; the webhook backend too, to flush at shutdown.
+fn audit(opts: &ServerRunOptions) -> Result<AuditParts, String> {
     let Some(config) = opts.audit_config().map_err(|e| e.join("; "))? else {
-        if opts.audit_policy_file.is_some() != opts.audit_log_path.is_some() {
+        let backend = opts.audit_log_path.is_some() || opts.audit_webhook_config_file.is_some();
+        if opts.audit_policy_file.is_some() != backend {
             tracing::warn!(
-                "auditing is off: it needs both --audit-policy-file and --audit-log-path"
+                "auditing is off: it needs --audit-policy-file and --audit-log-path or --audit-webhook-config-file"
             );
         }
-        return Ok(None);
+        return Ok((None, None));
     };
-    let backend = crate::audit::log::LogBackend::open(config.destination, config.mode)
-        .map_err(|e| format!("--audit-log-path: {e}"))?;
-    Ok(Some(web::Data::new(crate::audit::Audit::new(
-        config.policy,
-        backend,
-    ))))
+    let mut backends: Vec<Arc<dyn crate::audit::Backend>> = Vec::new();
+    if let Some((destination, mode)) = config.log {
+        let log = crate::audit::log::LogBackend::open(destination, mode)
+            .map_err(|e| format!("--audit-log-path: {e}"))?;
+        backends.push(log);
+    }
+    let webhook = config
+        .webhook
+        .map(crate::audit::webhook::WebhookBackend::start);
+    if let Some(webhook) = &webhook {
+        backends.push(webhook.clone());
+    }
+    let audit = crate::audit::Audit::new(config.policy, backends);
+    Ok((Some(web::Data::new(audit)), webhook))
 }
+
+/// The audit filter's state and the webhook backend, when there is one.
+type AuditParts = (
+    Option<web::Data<crate::audit::Audit>>,
+    Option<Arc<crate::audit::webhook::WebhookBackend>>,
+);
+
+/// How long shutdown waits for a batching audit webhook to send what it holds.
+const AUDIT_FLUSH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How long a connection is idle before TCP keep-alive probes start, and how far apart
 /// they are (Go's net/http server, kube-apiserver's, probes every 15 s).

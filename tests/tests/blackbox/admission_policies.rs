@@ -279,3 +279,127 @@ spec:
         "{refused}"
     );
 }
+
+/// A policy on Deployments with one validation, `expression`.
+fn replicas_policy(expression: &str) -> String {
+    format!(
+        "\
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: replicas
+spec:
+  matchConstraints:
+    resourceRules:
+      - {{apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}}
+  validations:
+    - expression: \"{expression}\"
+"
+    )
+}
+
+/// The policy's status once it was written for `generation`.
+fn status_for_generation(s: &TestServer, name: &str, generation: u64) -> serde_yaml::Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let yaml = s.kubectl_ok(&["get", "validatingadmissionpolicy", name, "-o", "yaml"]);
+        let policy: serde_yaml::Value = serde_yaml::from_str(&yaml).unwrap();
+        if policy["status"]["observedGeneration"].as_u64() == Some(generation) {
+            return policy["status"].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no status for generation {generation}:\n{yaml}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_policy_selecting_a_field_its_kind_lacks_gets_a_type_checking_warning_in_its_status() {
+    let s = TestServer::start();
+    apply(&s, "replicas.yaml", &replicas_policy("object.replicas > 1"));
+    let status = status_for_generation(&s, "replicas", 1);
+    let warnings = status["typeChecking"]["expressionWarnings"]
+        .as_sequence()
+        .unwrap_or_else(|| panic!("no warnings: {status:?}"));
+    assert_eq!(warnings.len(), 1, "{status:?}");
+    assert_eq!(
+        warnings[0]["fieldRef"].as_str(),
+        Some("spec.validations[0].expression")
+    );
+    assert_eq!(
+        warnings[0]["warning"].as_str(),
+        Some(
+            "apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'\n | object.replicas > 1\n | ......^\n"
+        )
+    );
+
+    // Fixed: the next generation is checked and has nothing to say.
+    apply(
+        &s,
+        "replicas.yaml",
+        &replicas_policy("object.spec.replicas > 1"),
+    );
+    let status = status_for_generation(&s, "replicas", 2);
+    assert!(
+        status["typeChecking"]["expressionWarnings"].is_null(),
+        "{status:?}"
+    );
+}
+
+#[test]
+fn a_policy_for_one_crd_version_checks_writes_to_the_other_converted_to_its_version() {
+    let s = TestServer::start();
+    let crd = s.write_file("gizmos.yaml", apiserver_tests::objects::GIZMOS_CRD);
+    apiserver_tests::objects::install_crd(&s, &crd, "gizmos.example.com");
+    // Written for v1 objects; matchPolicy left to its default (Equivalent).
+    apply(
+        &s,
+        "gizmo-policy.yaml",
+        "\
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: v1-gizmos
+spec:
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [example.com], apiVersions: [v1], operations: [CREATE], resources: [gizmos]}
+  validations:
+    - expression: \"object.apiVersion == 'example.com/v1' && !has(object.spec.forbidden)\"
+      messageExpression: \"'seen as ' + object.apiVersion + ', forbidden set'\"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: v1-gizmos
+spec:
+  policyName: v1-gizmos
+  validationActions: [Deny]
+",
+    );
+    let v2 = s.write_file(
+        "v2.yaml",
+        "apiVersion: example.com/v2\nkind: Gizmo\nmetadata: {name: g}\nspec: {forbidden: true}\n",
+    );
+    let v2 = v2.to_str().unwrap();
+    wait_until_refused(
+        &s,
+        &["create", "-f", v2],
+        "seen as example.com/v1, forbidden set",
+    );
+    let refused = s.kubectl_err(&["create", "-f", v2]);
+    assert!(
+        refused.contains(
+            "ValidatingAdmissionPolicy 'v1-gizmos' with binding 'v1-gizmos' denied request: seen as example.com/v1, forbidden set"
+        ),
+        "{refused}"
+    );
+    // The same object without the field passes: the policy saw a v1 object.
+    let fine = s.write_file(
+        "fine.yaml",
+        "apiVersion: example.com/v2\nkind: Gizmo\nmetadata: {name: g}\nspec: {}\n",
+    );
+    s.kubectl_ok(&["create", "-f", fine.to_str().unwrap()]);
+}

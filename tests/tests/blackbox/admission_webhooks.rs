@@ -604,3 +604,147 @@ fn a_webhook_named_by_a_service_is_called_where_the_service_points() {
         "the webhook was not called at the Service's path"
     );
 }
+
+/// A Gizmo in `version` with `labels` (JSON members).
+fn gizmo(version: &str, name: &str, labels: &str) -> String {
+    format!(
+        "{{\"apiVersion\":\"example.com/{version}\",\"kind\":\"Gizmo\",\"metadata\":{{\"name\":\"{name}\",\"labels\":{{{labels}}}}},\"spec\":{{}}}}"
+    )
+}
+
+#[test]
+fn a_webhook_for_one_crd_version_is_called_for_the_other_converted_unless_exact() {
+    let t = Setup::start();
+    let crd =
+        t.s.write_file("gizmos.yaml", apiserver_tests::objects::GIZMOS_CRD);
+    apiserver_tests::objects::install_crd(&t.s, &crd, "gizmos.example.com");
+    // Both webhooks name v1 only; matchPolicy is left to its default (Equivalent).
+    let client = |path: &str| {
+        format!(
+            "{{url: '{}', caBundle: {}}}",
+            t.webhook.url(path),
+            t.ca_bundle
+        )
+    };
+    let manifest = |kind: &str, name: &str, path: &str, extra: &str| {
+        format!(
+            "\
+apiVersion: admissionregistration.k8s.io/v1
+kind: {kind}WebhookConfiguration
+metadata: {{name: {name}}}
+webhooks:
+  - name: {name}
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    clientConfig: {}
+    rules: [{{operations: [CREATE], apiGroups: [example.com], apiVersions: [v1], resources: [gizmos]}}]
+{extra}",
+            client(path)
+        )
+    };
+    let apply = |text: String| {
+        t.s.kubectl_with_stdin(&["apply", "-f", "-"], Some(&text));
+    };
+    apply(manifest(
+        "Validating",
+        "gizmos.example.dev",
+        "/validate",
+        "",
+    ));
+    apply(manifest(
+        "Mutating",
+        "label-gizmos.example.dev",
+        "/mutate",
+        "",
+    ));
+
+    // A v2 write reaches the v1 webhooks once the configurations are in the cache.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let refusal = loop {
+        let out = t.s.kubectl_with_stdin(
+            &["create", "-f", "-"],
+            Some(&gizmo("v2", "refused", "\"deny\":\"true\"")),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        if !out.status.success() {
+            break stderr;
+        }
+        t.s.kubectl_ok(&["delete", "gizmos.v2.example.com", "refused"]);
+        assert!(
+            Instant::now() < deadline,
+            "the webhook never refused a v2 write"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        refusal.contains("objects labelled deny=true are not allowed"),
+        "{refusal}"
+    );
+    let sent = t.received("/validate");
+    let review = sent
+        .iter()
+        .rev()
+        .find(|r| r["object"]["metadata"]["name"] == "refused")
+        .expect("the refused gizmo's review");
+    assert_eq!(review["kind"]["version"], "v1", "{review}");
+    assert_eq!(review["resource"]["version"], "v1");
+    assert_eq!(review["object"]["apiVersion"], "example.com/v1");
+    assert_eq!(review["requestKind"]["version"], "v2");
+    assert_eq!(review["requestResource"]["version"], "v2");
+
+    // The mutating webhook's patch, made to the v1 object, lands on the v2 write.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for i in 0.. {
+        let name = format!("mutated-{i}");
+        t.s.kubectl_with_stdin(&["create", "-f", "-"], Some(&gizmo("v2", &name, "")));
+        let stored =
+            t.s.kubectl_ok(&["get", "gizmos.v2.example.com", &name, "-o", "json"]);
+        let stored: Value = serde_json::from_str(&stored).unwrap();
+        assert_eq!(stored["apiVersion"], "example.com/v2");
+        if stored["metadata"]["labels"]["mutated-by"] == "webhook" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never mutated: {stored}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mutated = t.received("/mutate");
+    assert!(mutated
+        .iter()
+        .all(|r| r["object"]["apiVersion"] == "example.com/v1"));
+
+    // matchPolicy Exact: called for v1 writes only.
+    apply(manifest(
+        "Validating",
+        "exact-gizmos.example.dev",
+        "/validate?exact",
+        "    matchPolicy: Exact\n",
+    ));
+    let exact = || -> Vec<Value> {
+        std::fs::read_to_string(&t.log)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|l| l["path"].as_str().unwrap().contains("?exact"))
+            .map(|l| l["request"]["object"]["metadata"]["name"].clone())
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for i in 0.. {
+        let name = format!("v1-probe-{i}");
+        t.s.kubectl_with_stdin(&["create", "-f", "-"], Some(&gizmo("v1", &name, "")));
+        if exact().contains(&Value::from(name)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the Exact webhook was never called"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    t.s.kubectl_with_stdin(&["create", "-f", "-"], Some(&gizmo("v2", "v2-write", "")));
+    assert!(t
+        .received("/validate")
+        .iter()
+        .any(|r| r["object"]["metadata"]["name"] == "v2-write"));
+    assert!(!exact().contains(&Value::from("v2-write")), "{:?}", exact());
+}

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use apiserver_tests::credentials::{get_as, UserCredentials};
+use apiserver_tests::credentials::{get_as, TestCa, UserCredentials};
+use apiserver_tests::webhooks::WebhookServer;
 use apiserver_tests::TestServer;
 use serde_json::Value;
 
@@ -476,6 +477,11 @@ fn bad_audit_flags_stop_the_server_at_start_up() {
             dir.path().join("a.log").display()
         ))
         .args(["--audit-log-mode=sometimes", "--audit-log-format=legacy"])
+        .args([
+            "--audit-webhook-mode=often",
+            "--audit-webhook-batch-max-size=0",
+            "--audit-webhook-config-file=/no/such/webhook.kubeconfig",
+        ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -488,6 +494,9 @@ fn bad_audit_flags_stop_the_server_at_start_up() {
         level.as_str(),
         "--audit-log-mode \"sometimes\": unknown mode; supported: blocking, blocking-strict, batch",
         "--audit-log-format=legacy is not supported",
+        "--audit-webhook-mode \"often\": unknown mode; supported: blocking, blocking-strict, batch",
+        "--audit-webhook-batch-max-size 0 must be greater than 0",
+        "--audit-webhook-config-file /no/such/webhook.kubeconfig: No such file",
     ] {
         assert!(err.contains(message), "{message}: {err}");
     }
@@ -590,5 +599,230 @@ spec:
             return;
         }
         assert!(Instant::now() < deadline, "never annotated: {done}");
+    }
+}
+
+/// An audit webhook: every POST's EventList is appended to the log file as a line
+/// `{"path", "authorization", "list"}`, answered 200.
+const AUDIT_RECEIVER: &str = r#"
+import json, ssl, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LOG = sys.argv[3]
+
+class Receive(BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        line = {"path": self.path, "authorization": self.headers.get("Authorization"),
+                "list": body}
+        with open(LOG, "a") as log:
+            log.write(json.dumps(line) + "\n")
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Receive)
+tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+tls.load_cert_chain(sys.argv[1], sys.argv[2])
+server.socket = tls.wrap_socket(server.socket, server_side=True)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
+/// A receiving audit webhook on loopback HTTPS (its own CA), and the kubeconfig that
+/// names it for `--audit-webhook-config-file`.
+struct AuditReceiver {
+    _webhook: WebhookServer,
+    kubeconfig: PathBuf,
+    received: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl AuditReceiver {
+    fn start() -> AuditReceiver {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = TestCa::new("audit-webhook-ca");
+        let (cert, key) = ca.serving_cert(&["127.0.0.1"]);
+        let (cert_file, key_file) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+        std::fs::write(&cert_file, cert).unwrap();
+        std::fs::write(&key_file, key).unwrap();
+        let received = dir.path().join("received.log");
+        std::fs::write(&received, "").unwrap();
+        let webhook = WebhookServer::start_in(
+            dir.path(),
+            "receive.py",
+            AUDIT_RECEIVER,
+            (&cert_file, &key_file),
+            &[&received],
+        );
+        let kubeconfig = dir.path().join("audit-webhook.kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            webhook_kubeconfig(&webhook.url("/audit"), &ca.pem),
+        )
+        .unwrap();
+        AuditReceiver {
+            _webhook: webhook,
+            kubeconfig,
+            received,
+            _dir: dir,
+        }
+    }
+
+    fn flag(&self) -> String {
+        format!("--audit-webhook-config-file={}", self.kubeconfig.display())
+    }
+
+    /// The POSTs received so far.
+    fn posts(&self) -> Vec<Value> {
+        events(&self.received)
+    }
+
+    /// Every event received so far, in the order sent.
+    fn events(&self) -> Vec<Value> {
+        self.posts()
+            .iter()
+            .flat_map(|p| p["list"]["items"].as_array().cloned().unwrap_or_default())
+            .collect()
+    }
+}
+
+/// A kubeconfig naming an audit webhook at `url`, trusted through `ca_pem`, with a
+/// bearer token.
+fn webhook_kubeconfig(url: &str, ca_pem: &str) -> String {
+    use base64::Engine;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    format!(
+        "\
+apiVersion: v1
+kind: Config
+clusters:
+  - name: audit
+    cluster: {{server: '{url}', certificate-authority-data: {ca}}}
+users:
+  - name: apiserver
+    user: {{token: audit-sender}}
+contexts:
+  - name: audit
+    context: {{cluster: audit, user: apiserver}}
+current-context: audit
+"
+    )
+}
+
+#[test]
+fn a_blocking_audit_webhook_has_each_event_before_the_request_is_answered() {
+    let receiver = AuditReceiver::start();
+    let a = audited(
+        EVERYTHING_AT_METADATA,
+        &[&receiver.flag(), "--audit-webhook-mode=blocking"],
+    );
+    a.server
+        .kubectl_ok(&["create", "configmap", "sent", "--from-literal=k=v"]);
+
+    // No waiting: blocking mode sent the events before kubectl heard back.
+    let sent = receiver.events();
+    let create = of_request(&sent, completed(&sent, "create", "sent"));
+    assert_eq!(stages(&create), ["RequestReceived", "ResponseComplete"]);
+    let post = &receiver.posts()[0];
+    assert_eq!(post["path"], "/audit");
+    assert_eq!(post["authorization"], "Bearer audit-sender");
+    assert_eq!(post["list"]["kind"], "EventList");
+    assert_eq!(post["list"]["apiVersion"], "audit.k8s.io/v1");
+    // One event a POST, each as the log has it.
+    assert!(receiver
+        .posts()
+        .iter()
+        .all(|p| p["list"]["items"].as_array().unwrap().len() == 1));
+    let logged = wait_for(&a.log, "for the create", |e| {
+        e["verb"] == "create" && e["objectRef"]["name"] == "sent"
+    });
+    let done = create[1];
+    let same = logged
+        .iter()
+        .find(|e| e["auditID"] == done["auditID"] && e["stage"] == "ResponseComplete")
+        .unwrap_or_else(|| panic!("not in the log: {done}\n{}", lines(&logged)));
+    assert_eq!(same, done);
+}
+
+#[test]
+fn a_batching_audit_webhook_sends_lists_of_at_most_max_size() {
+    let receiver = AuditReceiver::start();
+    let policy = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(policy.path(), EVERYTHING_AT_METADATA).unwrap();
+    // No log: the webhook alone is a backend.
+    let policy_flag = format!("--audit-policy-file={}", policy.path().display());
+    let s = TestServer::start_with_flags(&[
+        &policy_flag,
+        &receiver.flag(),
+        "--audit-webhook-batch-max-size=3",
+        "--audit-webhook-batch-max-wait=1s",
+    ]);
+    let names = ["batch-1", "batch-2", "batch-3", "batch-4"];
+    for name in names {
+        s.kubectl_ok(&["create", "configmap", name]);
+    }
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let sent = loop {
+        let sent = receiver.events();
+        let done = |name: &str| {
+            sent.iter().any(|e| {
+                e["verb"] == "create"
+                    && e["objectRef"]["name"] == name
+                    && e["stage"] == "ResponseComplete"
+            })
+        };
+        if names.iter().all(|n| done(n)) {
+            break sent;
+        }
+        assert!(Instant::now() < deadline, "not all sent:\n{}", lines(&sent));
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let sizes: Vec<usize> = receiver
+        .posts()
+        .iter()
+        .map(|p| p["list"]["items"].as_array().unwrap().len())
+        .collect();
+    assert!(sizes.iter().all(|n| (1..=3).contains(n)), "{sizes:?}");
+    assert!(
+        sizes.iter().any(|n| *n > 1),
+        "nothing was batched: {sizes:?}"
+    );
+    let create = of_request(&sent, completed(&sent, "create", "batch-4"));
+    assert_eq!(stages(&create), ["RequestReceived", "ResponseComplete"]);
+}
+
+#[test]
+fn an_audit_webhook_that_is_down_fails_requests_in_blocking_strict_after_its_retries() {
+    let policy = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(policy.path(), EVERYTHING_AT_METADATA).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new("nobody");
+    let down = format!("https://127.0.0.1:{}/audit", apiserver_tests::free_port());
+    let kubeconfig = dir.path().join("down.kubeconfig");
+    std::fs::write(&kubeconfig, webhook_kubeconfig(&down, &ca.pem)).unwrap();
+    let s = TestServer::start_with_flags(&[
+        &format!("--audit-policy-file={}", policy.path().display()),
+        &format!("--audit-webhook-config-file={}", kubeconfig.display()),
+        "--audit-webhook-mode=blocking-strict",
+        "--audit-webhook-initial-backoff=50ms",
+    ]);
+    let started = Instant::now();
+    let r = get_as(s.kubeconfig(), "/api/v1/namespaces", &[]);
+    assert_eq!(r.status, 500, "{}", r.text);
+    assert_eq!(
+        r.json["message"],
+        "Internal error occurred: failed to store audit event"
+    );
+    // Five tries, 50 ms × 1.5ⁿ (+20 %) apart: about half a second, never at once.
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !s.stderr().contains("audit events not sent to the webhook") {
+        assert!(Instant::now() < deadline, "{}", s.stderr_tail());
+        std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -34,6 +34,9 @@ pub struct Webhook {
     /// Mutating only: called again when later webhooks changed the object.
     pub reinvoke: bool,
     pub match_conditions: Vec<MatchCondition>,
+    /// `matchPolicy: Equivalent` (the default): also called for another version of a
+    /// resource its rules name, with the object converted to the named version.
+    pub equivalent: bool,
 }
 
 /// A `matchConditions` entry: the webhook is called only when all are true.
@@ -91,16 +94,19 @@ impl Webhook {
                 .any(|v| v == "v1"),
             reinvoke: w["reinvocationPolicy"] == "IfNeeded",
             match_conditions,
+            equivalent: w["matchPolicy"] != "Exact",
         }
     }
 
-    /// Whether a rule covers the request and the object selector selects the object
-    /// (new or old). The namespace selector is asked apart ([`Self::selects_namespace`]),
-    /// since it needs the namespace's labels.
-    pub fn covers(&self, a: &Attributes<'_>, object: Option<&Value>) -> bool {
-        if !self.rules.iter().any(|r| r.matches(a)) {
-            return false;
-        }
+    /// Whether a rule covers the request (as it is, not an equivalent resource).
+    pub fn rules_match(&self, a: &Attributes<'_>) -> bool {
+        self.rules.iter().any(|r| r.matches(a))
+    }
+
+    /// Whether the object selector selects the object (new or old). The namespace
+    /// selector is asked apart ([`Self::selects_namespace`]), since it needs the
+    /// namespace's labels.
+    pub fn selects_object(&self, a: &Attributes<'_>, object: Option<&Value>) -> bool {
         let Ok(selector) = &self.object_selector else {
             return false;
         };

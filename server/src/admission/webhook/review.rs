@@ -47,6 +47,17 @@ pub fn request(uid: &str, a: &Attributes<'_>, object: Option<&Value>) -> Value {
     json!({ "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request })
 }
 
+/// A review made for an equivalent resource (matchPolicy Equivalent) names the resource
+/// and kind the client asked for as `requestResource` and `requestKind`.
+pub fn requested_as(review: &mut Value, asked: &Attributes<'_>) {
+    let (def, of_kind) = (&asked.resource.def, &asked.kind.def);
+    let request = &mut review["request"];
+    request["requestKind"] =
+        json!({ "group": of_kind.group, "version": of_kind.version, "kind": of_kind.kind });
+    request["requestResource"] =
+        json!({ "group": def.group, "version": def.version, "resource": def.plural });
+}
+
 /// What a webhook answered.
 pub struct Answer {
     pub allowed: bool,

@@ -20,6 +20,7 @@ use crate::api::StatusCause;
 use crate::registry::schema::{child_schema, join, type_name};
 
 mod library;
+pub mod type_check;
 
 /// The most a rule's estimated cost may be (kube-apiserver's per-expression limit).
 pub const RULE_COST_LIMIT: u64 = 10_000_000;
