@@ -57,6 +57,8 @@ pub struct Metrics {
     watch_events: IntCounterVec,
     /// `apiserver_registered_watchers`.
     registered_watchers: IntGaugeVec,
+    /// `apiserver_terminated_watchers_total`.
+    terminated_watchers: IntCounterVec,
     /// `apiserver_storage_objects` (deprecated upstream since 1.34) and
     /// `apiserver_resource_objects`, set at scrape time.
     storage_objects: IntGaugeVec,
@@ -198,6 +200,12 @@ impl Metrics {
                 "Number of currently registered watchers for a given resources",
                 &["group", "version", "kind"],
             ),
+            terminated_watchers: counter(
+                &r,
+                "apiserver_terminated_watchers_total",
+                "Counter of watchers closed due to unresponsiveness broken by resource type.",
+                &["group", "resource"],
+            ),
             storage_objects: gauge(
                 &r,
                 "apiserver_storage_objects",
@@ -284,6 +292,9 @@ impl Metrics {
             events: self
                 .watch_events
                 .with_label_values(&[group, version, resource]),
+            terminated: self
+                .terminated_watchers
+                .with_label_values(&[group, resource]),
             registered,
         }
     }
@@ -300,6 +311,7 @@ impl Metrics {
 /// One watch's pre-resolved counters; the watcher is unregistered when it drops.
 pub struct WatchMeter {
     events: prometheus::IntCounter,
+    terminated: prometheus::IntCounter,
     registered: prometheus::IntGauge,
 }
 
@@ -307,6 +319,12 @@ impl WatchMeter {
     /// One event (or bookmark) sent to the client.
     pub fn event(&self) {
         self.events.inc();
+    }
+
+    /// The counter of watchers terminated for not reading (the watch cache counts
+    /// into it when it terminates this one).
+    pub fn terminated(&self) -> prometheus::IntCounter {
+        self.terminated.clone()
     }
 }
 

@@ -106,9 +106,7 @@ impl LogBackend {
             Mode::Blocking | Mode::BlockingStrict => Writer::Direct(Mutex::new(sink)),
             Mode::Batch => {
                 let (tx, rx) = sync_channel::<Vec<u8>>(BATCH_BUFFER);
-                std::thread::Builder::new()
-                    .name("audit-log".into())
-                    .spawn(move || batch_writer(sink, rx))?;
+                crate::panics::thread("audit-log", move || batch_writer(sink, rx))?;
                 Writer::Queue(tx)
             }
         };

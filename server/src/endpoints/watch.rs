@@ -54,7 +54,7 @@ fn bookmark(res: &ApiResource, rv: u64, initial_end: bool) -> Value {
 /// Starts a watch and returns the streaming response. The response body polls the
 /// store's [`Watcher`] itself: an open watch costs no task of its own.
 pub async fn serve(
-    _req: &HttpRequest,
+    req: &HttpRequest,
     res: Arc<ApiResource>,
     state: &ApiState,
     w: WatchRequest,
@@ -116,6 +116,19 @@ pub async fn serve(
         &res.def.plural,
         &res.def.kind,
     );
+    // A client that stops reading stops this response from being polled: the watch
+    // cache terminates the watch once it falls a buffer behind, and the connection is
+    // ended here, from outside the response.
+    let terminated = meter.terminated();
+    let closer = req
+        .conn_data::<crate::server::connection::ConnectionCloser>()
+        .cloned();
+    watcher.on_terminated(move || {
+        terminated.inc();
+        if let Some(closer) = &closer {
+            closer.close();
+        }
+    });
     let stream = WatchStream {
         meter,
         initial_end_bookmark: w.send_initial_events && w.allow_bookmarks,

@@ -7,7 +7,6 @@ pub mod auth;
 pub mod limits;
 pub mod shutdown;
 
-use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 
 use actix_web::body::{BoxBody, MessageBody};
@@ -15,7 +14,6 @@ use actix_web::dev::ServiceFactory;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::{from_fn, Condition, Next};
 use actix_web::{web, App, HttpMessage};
-use futures_util::FutureExt;
 
 use crate::api::ApiError;
 use crate::endpoints::negotiation::MAX_BODY_BYTES;
@@ -110,14 +108,10 @@ pub async fn recover_panics(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let path = req.path().to_string();
-    match AssertUnwindSafe(next.call(req)).catch_unwind().await {
-        Ok(resp) => resp.map(ServiceResponse::map_into_boxed_body),
-        Err(payload) => {
-            let panic = crate::panics::message(&*payload);
-            tracing::error!(%path, panic, "handler panicked");
-            Err(ApiError::internal("the server panicked while handling the request").into())
-        }
+    let what = format!("handler of {}", req.path());
+    match crate::panics::catch(&what, next.call(req)).await {
+        Some(resp) => resp.map(ServiceResponse::map_into_boxed_body),
+        None => Err(ApiError::internal("the server panicked while handling the request").into()),
     }
 }
 

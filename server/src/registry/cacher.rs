@@ -16,6 +16,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::sync::{broadcast, watch, Notify};
 
+use super::feed::{Feed, FeedPlace};
 use crate::storage::{
     EventReceiver, KeyValue, ListPage, Storage, StorageError, StoredEvent, WatchItem,
 };
@@ -24,7 +25,7 @@ use crate::storage::{
 /// points are served by storage (or get 410 there).
 pub const HISTORY: usize = 1_000;
 /// Events buffered for watchers of a whole resource; one that falls this far behind is
-/// closed (it re-watches).
+/// terminated (it re-watches; see `feed.rs`).
 const WATCHER_BUFFER: usize = 1_024;
 /// The same for watchers of one namespace (one buffer per watched namespace).
 const NAMESPACE_WATCHER_BUFFER: usize = 256;
@@ -60,10 +61,10 @@ struct State {
     /// Live changes for watchers of the whole resource. Created on first watch (its
     /// buffer is most of what an idle resource costs), dropped when no one listens;
     /// dropped on re-load, which ends every watch.
-    events: Option<broadcast::Sender<Arc<StoredEvent>>>,
+    events: Option<Feed>,
     /// Live changes per namespace, for watchers of one namespace: a change wakes only the
     /// watchers it concerns. Created on first watch, dropped when no one listens.
-    by_namespace: HashMap<String, broadcast::Sender<Arc<StoredEvent>>>,
+    by_namespace: HashMap<String, Feed>,
 }
 
 #[derive(Clone)]
@@ -82,6 +83,9 @@ pub struct CacheWatch {
     pub backlog: VecDeque<Arc<StoredEvent>>,
     /// Changes as they come (all of the resource; the watcher filters by key).
     pub live: broadcast::Receiver<Arc<StoredEvent>>,
+    /// The watch's place in the feed `live` receives (which terminates it when it falls
+    /// behind).
+    pub place: Arc<FeedPlace>,
     /// The revision the watch starts after.
     pub revision: u64,
 }
@@ -232,21 +236,22 @@ impl Cacher {
             }
         };
         // Subscribing under the lock: no change falls between the state and the stream.
-        let live = match self.namespace_of(prefix) {
+        let (live, place) = match self.namespace_of(prefix) {
             Some(ns) => state
                 .by_namespace
                 .entry(ns.to_string())
-                .or_insert_with(|| broadcast::channel(NAMESPACE_WATCHER_BUFFER).0)
+                .or_insert_with(|| Feed::new(NAMESPACE_WATCHER_BUFFER))
                 .subscribe(),
             None => state
                 .events
-                .get_or_insert_with(|| broadcast::channel(WATCHER_BUFFER).0)
+                .get_or_insert_with(|| Feed::new(WATCHER_BUFFER))
                 .subscribe(),
         };
         Some(CacheWatch {
             initial,
             backlog,
             live,
+            place,
             revision,
         })
     }
@@ -308,14 +313,14 @@ impl Cacher {
         }
         // Sent under the lock, so a watch set up under it sees each change exactly once.
         if let Some(ns) = self.namespace_of(&event.key) {
-            if let Some(tx) = state.by_namespace.get(ns) {
-                if tx.send(event.clone()).is_err() {
+            if let Some(feed) = state.by_namespace.get_mut(ns) {
+                if !feed.send(event.clone()) {
                     state.by_namespace.remove(ns);
                 }
             }
         }
-        if let Some(tx) = &state.events {
-            if tx.send(event).is_err() {
+        if let Some(feed) = &mut state.events {
+            if !feed.send(event) {
                 state.events = None;
             }
         }

@@ -8,6 +8,7 @@ pub mod cel;
 pub mod codec;
 pub mod config_data;
 pub mod eviction;
+pub mod feed;
 pub mod go_json;
 pub mod json_patch;
 pub mod managed_fields;

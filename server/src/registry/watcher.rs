@@ -125,6 +125,7 @@ enum Source {
         cacher: Arc<Cacher>,
         backlog: VecDeque<Arc<StoredEvent>>,
         live: broadcast::Receiver<Arc<StoredEvent>>,
+        place: Arc<super::feed::FeedPlace>,
     },
     /// A storage watch of its own (start points older than the cache's window).
     Storage(crate::storage::EventReceiver),
@@ -160,6 +161,7 @@ impl Watcher {
             cacher,
             backlog: w.backlog,
             live: w.live,
+            place: w.place,
         };
         Watcher::new(res, prefix, (labels, fields), w.initial, source, w.revision)
     }
@@ -208,6 +210,15 @@ impl Watcher {
             initial: initial.into_iter(),
             source,
             last,
+        }
+    }
+
+    /// Sets what happens when the watch cache terminates this watch for falling a whole
+    /// buffer behind (a client that stopped reading); see `feed.rs`. Watches not served
+    /// by the cache are never terminated so.
+    pub fn on_terminated(&self, f: impl Fn() + Send + Sync + 'static) {
+        if let Source::Cache { place, .. } = &self.source {
+            place.on_terminated(f);
         }
     }
 
@@ -294,10 +305,18 @@ impl Watcher {
     async fn recv(&mut self) -> Option<Result<Arc<StoredEvent>, ApiError>> {
         loop {
             let event = match &mut self.source {
-                Source::Cache { backlog, live, .. } => match backlog.pop_front() {
+                Source::Cache {
+                    backlog,
+                    live,
+                    place,
+                    ..
+                } => match backlog.pop_front() {
                     Some(e) => e,
                     None => match live.recv().await {
-                        Ok(e) => e,
+                        Ok(e) => {
+                            place.received_one();
+                            e
+                        }
                         Err(broadcast::error::RecvError::Lagged(_)) => {
                             tracing::debug!(
                                 resource = self.res.def.plural,
@@ -331,6 +350,7 @@ impl Watcher {
                 cacher,
                 backlog,
                 live,
+                ..
             } => {
                 // Read the cache's revision before checking the queue: a change at or
                 // below it was queued before the revision was published.

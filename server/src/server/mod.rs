@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod chain;
+pub mod connection;
 pub mod health;
 pub mod kubeconfig;
 pub mod lifecycle;
@@ -68,6 +69,8 @@ pub fn run() -> ExitCode {
         opts.logging()
             .unwrap_or((crate::logging::LogFormat::Text, 0, Vec::new()));
     crate::logging::init(format, verbosity, &modules);
+    crate::panics::install_hook();
+    raise_open_files_limit();
     match actix_web::rt::System::new().block_on(serve(opts, catalog)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -126,7 +129,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
     let caches_loaded = hooks.register("storage-readiness");
     {
         let store = state.store.clone();
-        tokio::spawn(async move {
+        crate::panics::spawn("storage readiness", async move {
             store.wait_caches_loaded().await;
             caches_loaded.store(true, std::sync::atomic::Ordering::Release);
         });
@@ -184,7 +187,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
             audit.clone(),
         )
     })
-    .on_connect(filters::auth::remember_peer_certificates)
+    .on_connect(connection::on_connect)
     // Shutdown is ours (`lifecycle`): actix must not act on the signals itself.
     .disable_signals()
     .shutdown_timeout(shutdown.connections_timeout().as_secs().max(1));
@@ -385,6 +388,24 @@ fn listener(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener
     socket.bind(&addr.into())?;
     socket.listen(1024)?;
     Ok(socket.into())
+}
+
+/// Raises the soft limit of open files to the hard one, as Go's runtime does at start
+/// for every Go program (kube-apiserver among them): each connection is a descriptor,
+/// and a soft limit of 1024 would refuse clients long before memory runs short.
+fn raise_open_files_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current == limit.maximum {
+        return;
+    }
+    let raised = Rlimit {
+        current: limit.maximum,
+        maximum: limit.maximum,
+    };
+    if let Err(e) = setrlimit(Resource::Nofile, raised) {
+        tracing::warn!(error = %e, "could not raise the open files limit");
+    }
 }
 
 /// The admin bearer token, made once per data directory.

@@ -241,26 +241,24 @@ impl ReloadingCert {
         let weak = Arc::downgrade(&this);
         let stamp = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
         let mut seen = (stamp(&cert_file), stamp(&key_file));
-        std::thread::Builder::new()
-            .name("serving-cert-reload".into())
-            .spawn(move || loop {
-                std::thread::sleep(RELOAD_CHECK);
-                let Some(this) = weak.upgrade() else { return };
-                let now = (stamp(&cert_file), stamp(&key_file));
-                if now == seen {
-                    continue;
+        crate::panics::thread("serving-cert-reload", move || loop {
+            std::thread::sleep(RELOAD_CHECK);
+            let Some(this) = weak.upgrade() else { return };
+            let now = (stamp(&cert_file), stamp(&key_file));
+            if now == seen {
+                continue;
+            }
+            match load_certified_key(&cert_file, &key_file, &provider) {
+                Ok(key) => {
+                    *this.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(key);
+                    seen = now;
+                    tracing::info!(cert = %cert_file.display(), "serving certificate reloaded");
                 }
-                match load_certified_key(&cert_file, &key_file, &provider) {
-                    Ok(key) => {
-                        *this.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(key);
-                        seen = now;
-                        tracing::info!(cert = %cert_file.display(), "serving certificate reloaded");
-                    }
-                    // A half-written pair is tried again at the next check.
-                    Err(e) => tracing::warn!("serving certificate not reloaded: {e}"),
-                }
-            })
-            .map_err(|e| format!("starting the certificate reloader: {e}"))?;
+                // A half-written pair is tried again at the next check.
+                Err(e) => tracing::warn!("serving certificate not reloaded: {e}"),
+            }
+        })
+        .map_err(|e| format!("starting the certificate reloader: {e}"))?;
         Ok(this)
     }
 }

@@ -208,9 +208,7 @@ impl EmbeddedStorage {
         let (writes, queue) = std_mpsc::channel();
         let committer = {
             let (db, events) = (db.clone(), events.clone());
-            std::thread::Builder::new()
-                .name("redb-committer".into())
-                .spawn(move || committer(&db, &events, &queue))
+            crate::panics::thread("redb-committer", move || committer(&db, &events, &queue))
                 .map_err(|e| internal(format!("starting the committer thread: {e}")))?
         };
         Ok(EmbeddedStorage {

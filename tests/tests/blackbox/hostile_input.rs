@@ -543,3 +543,97 @@ async fn forged_continue_tokens_never_serve_another_revision() {
     }
     assert_alive(&mut s, &c).await;
 }
+
+/// The core group's paths schemathesis runs against (it has 30 kinds): ConfigMaps,
+/// Secrets and Namespaces.
+fn core_kept(path: &str) -> bool {
+    path.split('/').any(|s| s == "configmaps" || s == "secrets")
+        || path == "/api/v1/namespaces"
+        || path.starts_with("/api/v1/namespaces/{name}")
+}
+
+/// The served OpenAPI v3 documents schemathesis is driven by, each with the paths kept.
+const SCHEMATHESIS_DOCUMENTS: &[(&str, fn(&str) -> bool)] = &[
+    ("api/v1", core_kept),
+    ("apis/apps/v1", |_| true),
+    ("apis/example.dev/v1", |_| true),
+];
+
+/// One document's paths that can be answered at once: no `/watch/` paths and no `watch`
+/// query parameter (a watch streams until its timeout, which would stall the run).
+fn without_watches(mut doc: Value, keep: fn(&str) -> bool) -> Value {
+    let paths = doc["paths"]
+        .as_object_mut()
+        .expect("the document has paths");
+    paths.retain(|path, _| keep(path) && !path.contains("/watch/"));
+    for item in paths.values_mut() {
+        for operation in item
+            .as_object_mut()
+            .into_iter()
+            .flat_map(|o| o.values_mut())
+        {
+            let parameters = operation
+                .get_mut("parameters")
+                .and_then(Value::as_array_mut);
+            if let Some(parameters) = parameters {
+                parameters.retain(|p| p["name"] != "watch");
+            }
+        }
+    }
+    doc
+}
+
+/// Schemathesis (property-based requests from the server's own `/openapi/v3` documents,
+/// valid and invalid, in a fixed seed's order) against the running binary as the admin:
+/// every answer must be below 500. Bounded: 40 s of generated requests.
+#[tokio::test(flavor = "multi_thread")]
+async fn schemathesis_gets_no_server_error_from_the_served_openapi_documents() {
+    let mut s = TestServer::start();
+    let c = s.client().await;
+    let mut merged = json!({"openapi": "3.0.0", "info": {"title": "apiserver", "version": "v1"},
+                            "paths": {}, "components": {"schemas": {}}});
+    for (document, keep) in SCHEMATHESIS_DOCUMENTS {
+        let resp = raw_request(&c, "GET", &format!("/openapi/v3/{document}"), None, "").await;
+        assert_eq!(resp.status, 200, "{document}: {}", resp.text);
+        let doc = without_watches(resp.json, *keep);
+        for part in ["paths", "components/schemas", "components/securitySchemes"] {
+            let pointer = format!("/{part}");
+            let (Some(from), Some(into)) = (doc.pointer(&pointer), merged.pointer_mut(&pointer))
+            else {
+                continue;
+            };
+            let into = into.as_object_mut().unwrap();
+            into.extend(from.as_object().unwrap().clone());
+        }
+    }
+    let schema = s.write_file("openapi.json", &merged.to_string());
+    let token = std::fs::read_to_string(s.data_dir().join("admin.token")).unwrap();
+    let run = std::process::Command::new(apiserver_tests::python_binary())
+        .args(["-m", "schemathesis.cli", "run"])
+        .arg(&schema)
+        .args(["--url", s.url()])
+        .arg("--tls-verify")
+        .arg(s.data_dir().join("certs/ca.crt"))
+        .args([
+            "--header",
+            &format!("Authorization: Bearer {}", token.trim()),
+        ])
+        .args(["--checks", "not_a_server_error"])
+        // The fuzzing phase for a fixed time (the coverage phase takes minutes here).
+        .args(["--phases", "fuzzing", "--max-time", "40"])
+        .args(["--seed", "19", "--workers", "2"])
+        .args(["--generation-database", "none", "--no-color"])
+        .args(["--request-timeout", "20", "--suppress-health-check", "all"])
+        .current_dir(schema.parent().unwrap())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("running schemathesis (tests/requirements.txt)");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "schemathesis found failures ({}):\n{stdout}\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_alive(&mut s, &c).await;
+}

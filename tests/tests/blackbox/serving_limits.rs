@@ -92,6 +92,96 @@ fn a_request_over_the_timeout_is_a_504_status() {
     );
 }
 
+/// Sends a request one byte per second: with `body`, the headers at once and then the
+/// body's bytes; otherwise the headers themselves. Prints `sent <n> <s>` after each
+/// byte, then whatever the server answers and `closed <s>` when the connection ends (a
+/// write the server refuses ends it too).
+const TRICKLING_CLIENT: &str = r#"
+import socket, ssl, sys, threading, time
+tls = ssl.create_default_context(cafile=sys.argv[2])
+conn = tls.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), server_hostname="127.0.0.1")
+body = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"slow"}}'
+head = (b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Authorization: Bearer " + sys.argv[3].encode() + b"\r\n"
+        b"Content-Type: application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+start = time.monotonic()
+def trickle():
+    if sys.argv[4] == "body":
+        conn.sendall(head)
+        slow = body
+    else:
+        slow = head + body
+    try:
+        for i in range(len(slow)):
+            conn.sendall(slow[i:i + 1])
+            print("sent", i + 1, round(time.monotonic() - start, 1), flush=True)
+            time.sleep(1)
+    except OSError:
+        pass
+threading.Thread(target=trickle, daemon=True).start()
+while True:
+    try:
+        data = conn.recv(65536)
+    except OSError:
+        data = b""
+    if not data:
+        break
+    sys.stdout.write(data.decode(errors="replace"))
+    sys.stdout.flush()
+print("\nclosed", round(time.monotonic() - start, 1), flush=True)
+"#;
+
+/// Runs [`TRICKLING_CLIENT`] (`what`: `body` or `headers`) to its end; its output.
+fn trickle(s: &TestServer, what: &str) -> String {
+    let script = s.write_file("trickle.py", TRICKLING_CLIENT);
+    let out = Command::new(apiserver_tests::python_binary())
+        .arg(&script)
+        .arg(s.port().to_string())
+        .arg(s.data_dir().join("certs").join("ca.crt"))
+        .arg(admin_token(s))
+        .arg(what)
+        .output()
+        .expect("running python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The seconds on the client's `closed <s>` line.
+fn closed_after(out: &str) -> f64 {
+    out.lines()
+        .find_map(|l| l.strip_prefix("closed "))
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the connection did not end:\n{out}"))
+}
+
+/// A client that sends its body one byte per second (a slow-loris) is answered 504 at
+/// `--request-timeout` and its connection closed, long before its 65 bytes are in; one
+/// that trickles its headers is closed by the HTTP layer's header timeout (5 s) with 408.
+#[test]
+fn a_request_sent_one_byte_per_second_is_cut_off() {
+    let s = TestServer::start_with_flags(&["--request-timeout=2s"]);
+    let out = trickle(&s, "body");
+    assert!(out.contains("HTTP/1.1 504"), "{out}");
+    assert!(out.contains(r#""reason":"Timeout""#), "{out}");
+    let closed = closed_after(&out);
+    assert!(
+        (2.0..10.0).contains(&closed),
+        "closed after {closed} s:\n{out}"
+    );
+
+    let out = trickle(&s, "headers");
+    assert!(out.contains("HTTP/1.1 408"), "{out}");
+    let closed = closed_after(&out);
+    assert!(
+        (4.0..10.0).contains(&closed),
+        "closed after {closed} s:\n{out}"
+    );
+}
+
 /// Creates one ConfigMap with a client that does not retry (client-go and kube-rs retry
 /// a 429 after its Retry-After); prints the status, the Retry-After header and the body.
 const CREATE_ONCE: &str = r#"
@@ -412,4 +502,244 @@ fn accepted_connections_have_tcp_keepalive() {
     let _ = watch.wait();
     assert!(established > 0, "kubectl's connection never showed up");
     assert_eq!(probed, established, "connections without keep-alive");
+}
+
+/// Opens a watch of the default namespace's ConfigMaps from resourceVersion `argv[4]` on
+/// a socket with a small receive buffer, reads the response head, then stops reading and
+/// prints `watching`. At a line on stdin it reads again: `ended` when the connection
+/// ends within 10 s, else `open`.
+const NON_READING_WATCHER: &str = r#"
+import socket, ssl, sys
+sock = socket.socket()
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+sock.connect(("127.0.0.1", int(sys.argv[1])))
+conn = ssl.create_default_context(cafile=sys.argv[2]).wrap_socket(sock, server_hostname="127.0.0.1")
+conn.sendall(b"GET /api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + sys.argv[4].encode()
+             + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + sys.argv[3].encode() + b"\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    head += conn.recv(1)
+assert head.startswith(b"HTTP/1.1 200"), head
+print("watching", flush=True)
+sys.stdin.readline()
+conn.settimeout(10)
+try:
+    while conn.recv(65536):
+        pass
+    print("ended", flush=True)
+except socket.timeout:
+    print("open", flush=True)
+except OSError as e:
+    print("ended", e, flush=True)
+"#;
+
+/// A watcher whose client stops reading is terminated once it falls a buffer behind
+/// (`apiserver_terminated_watchers_total`) and its connection ends, while a watcher that
+/// reads gets every event.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_watcher_that_stops_reading_is_closed_and_others_get_every_event() {
+    use apiserver_tests::metrics::scrape;
+    use futures_util::{StreamExt, TryStreamExt};
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, PostParams, WatchEvent, WatchParams};
+    use std::io::Write;
+
+    // Events of ~16 KiB: the client's small window and the server's socket buffer (which
+    // the kernel grows up to 4 MiB) fill after ~260 of them, then the namespace feed's
+    // buffer of 256 more.
+    const WRITES: usize = 700;
+    let s = TestServer::start();
+    let c = s.client().await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
+    let rv = configmaps
+        .list_metadata(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+
+    let script = s.write_file("non_reading_watcher.py", NON_READING_WATCHER);
+    let mut stalled = Command::new(apiserver_tests::python_binary())
+        .arg(&script)
+        .arg(s.port().to_string())
+        .arg(s.data_dir().join("certs").join("ca.crt"))
+        .arg(admin_token(&s))
+        .arg(&rv)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("starting python3");
+    let mut stalled_out = BufReader::new(stalled.stdout.take().unwrap());
+    let mut line = String::new();
+    stalled_out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "watching");
+    let stalled = Stalled(stalled);
+
+    let reader = {
+        let stream = configmaps
+            .watch(&WatchParams::default(), &rv)
+            .await
+            .expect("a reading watch");
+        tokio::spawn(async move {
+            let mut names = std::collections::BTreeSet::new();
+            let mut stream = std::pin::pin!(stream);
+            while names.len() < WRITES {
+                match stream.try_next().await.expect("the reading watch") {
+                    Some(WatchEvent::Added(cm)) => {
+                        names.insert(cm.metadata.name.unwrap());
+                    }
+                    Some(other) => panic!("unexpected event {other:?}"),
+                    None => break,
+                }
+            }
+            names
+        })
+    };
+
+    let data = "x".repeat(16_000);
+    futures_util::stream::iter(0..WRITES)
+        .map(|i| {
+            let configmaps = configmaps.clone();
+            let cm = serde_json::from_value::<ConfigMap>(serde_json::json!({
+                "metadata": {"name": format!("cm-{i:04}")},
+                "data": {"k": data},
+            }))
+            .unwrap();
+            async move { configmaps.create(&PostParams::default(), &cm).await }
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("creating the ConfigMaps");
+
+    let terminated = || async {
+        scrape(&c).await.value(
+            "apiserver_terminated_watchers_total",
+            &[("group", ""), ("resource", "configmaps")],
+        )
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while terminated().await < 1.0 {
+        assert!(
+            Instant::now() < deadline,
+            "the non-reading watcher was not terminated"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut stalled = stalled;
+    writeln!(stalled.0.stdin.as_mut().unwrap()).unwrap();
+    let mut line = String::new();
+    stalled_out.read_line(&mut line).unwrap();
+    assert!(line.starts_with("ended"), "the connection stayed: {line}");
+
+    let names = tokio::time::timeout(Duration::from_secs(30), reader)
+        .await
+        .expect("the reading watch got every event within 30 s")
+        .unwrap();
+    assert_eq!(names.len(), WRITES, "the reading watch missed events");
+    assert_eq!(terminated().await, 1.0, "only the non-reading watcher");
+}
+
+/// How many idle connections [`idle_connections_hold_bounded_memory`] opens.
+const IDLE_CONNECTIONS: usize = 10_000;
+/// The most the server's resident memory may grow per idle HTTP/2 connection (measured:
+/// see BENCHMARKS.md, "Idle connections").
+const MAX_BYTES_PER_IDLE_CONNECTION: u64 = 64 * 1024;
+
+/// Raises this process's soft open-files limit to what `needed` descriptors take, or
+/// fails saying why (a hard limit below it cannot be raised without privileges).
+fn raise_open_files_limit(needed: u64) {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let hard = limit.maximum.unwrap_or(u64::MAX);
+    assert!(
+        hard >= needed,
+        "this test needs {needed} open files, and the hard limit (ulimit -Hn) is {hard}: \
+         raise it (e.g. in /etc/security/limits.conf or the container's settings)"
+    );
+    if limit.current.is_some_and(|soft| soft < needed) {
+        setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: limit.maximum,
+                maximum: limit.maximum,
+            },
+        )
+        .expect("raising the soft open-files limit");
+    }
+}
+
+/// A TLS client configuration that trusts `ca` and offers HTTP/2 only.
+fn h2_client_config(ca: &std::path::Path) -> std::sync::Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    let pem = std::fs::read(ca).expect("reading the server's CA");
+    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+        roots.add(cert.expect("a PEM certificate")).unwrap();
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    std::sync::Arc::new(config)
+}
+
+/// Opens a TLS connection speaking HTTP/2 (preface and SETTINGS) and waits for the
+/// server's first frame, so the server holds a whole HTTP/2 connection for it.
+async fn idle_h2_connection(
+    port: u16,
+    tls: tokio_rustls::TlsConnector,
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connecting");
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let mut conn = tls.connect(name, tcp).await.expect("the TLS handshake");
+    conn.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .await
+        .unwrap();
+    let mut frame_header = [0u8; 9];
+    conn.read_exact(&mut frame_header)
+        .await
+        .expect("the server's SETTINGS");
+    conn
+}
+
+/// 10,000 idle HTTP/2 connections (a client opening many and sending nothing) cost the
+/// server a bounded amount of memory each, and it goes on answering requests.
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_connections_hold_bounded_memory() {
+    use futures_util::StreamExt;
+    raise_open_files_limit(IDLE_CONNECTIONS as u64 + 1000);
+    let s = TestServer::start();
+    let c = s.client().await;
+    let before = s.memory_kib();
+    let tls = tokio_rustls::TlsConnector::from(h2_client_config(
+        &s.data_dir().join("certs").join("ca.crt"),
+    ));
+    let started = Instant::now();
+    let connections: Vec<_> = futures_util::stream::iter(0..IDLE_CONNECTIONS)
+        .map(|_| idle_h2_connection(s.port(), tls.clone()))
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    let opened_in = started.elapsed();
+    let after = s.memory_kib();
+    let per_connection = after.rss.saturating_sub(before.rss) * 1024 / IDLE_CONNECTIONS as u64;
+    eprintln!(
+        "{IDLE_CONNECTIONS} idle connections opened in {opened_in:?}: RSS {} KiB -> {} KiB, \
+         {per_connection} bytes each",
+        before.rss, after.rss
+    );
+    assert!(
+        per_connection < MAX_BYTES_PER_IDLE_CONNECTION,
+        "{per_connection} bytes of RSS per idle connection"
+    );
+    let resp = raw_request(&c, "GET", "/api/v1/namespaces", None, "").await;
+    assert_eq!(resp.status, 200, "{}", resp.text);
+    drop(connections);
 }
