@@ -583,6 +583,11 @@ pub struct ServerRunOptions {
     #[arg(long = "proxy-client-key-file", value_name = "string", help_heading = sections::MISC)]
     pub proxy_client_key_file: Option<PathBuf>,
 
+    /// How often the OpenAPI documents of APIServices' servers are asked for again
+    /// (upstream's fixed minute). Not a kube-apiserver flag.
+    #[arg(long = "aggregated-openapi-refresh-interval", default_value = "1m0s", value_parser = crate::filters::limits::parse_duration, help_heading = sections::MISC, value_name = "duration")]
+    pub aggregated_openapi_refresh_interval: Duration,
+
     /// The number of HTTP worker threads (0 = one per core). Not a kube-apiserver flag.
     #[arg(long = "workers", default_value_t = 0, help_heading = sections::MISC, value_name = "int")]
     pub workers: usize,
@@ -914,6 +919,11 @@ impl ServerRunOptions {
         }
         if self.request_timeout.is_zero() {
             errors.push("--request-timeout must be greater than 0, e.g. 1m0s".into());
+        }
+        if self.aggregated_openapi_refresh_interval.is_zero() {
+            errors.push(
+                "--aggregated-openapi-refresh-interval must be greater than 0, e.g. 1m0s".into(),
+            );
         }
         if let Err(e) = self.logging() {
             errors.extend(e);

@@ -6,10 +6,13 @@
 //!
 //! Checks run every 10 seconds (every 2 while some APIService is unavailable, so a
 //! backend that comes back is noticed quickly), and at once when an APIService changes
-//! or a proxied request could not reach its backend.
+//! or a proxied request could not reach its backend. A backend's OpenAPI documents are
+//! asked for again when its `APIResourceList` changes and, as upstream's OpenAPI
+//! aggregation controller does, every `--aggregated-openapi-refresh-interval` (a
+//! minute) with the ETags they came with, so a schema-only change is seen too.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -68,7 +71,8 @@ pub fn spawn(aggregator: Arc<Aggregator>) {
                 INTERVAL_UNAVAILABLE
             } else {
                 INTERVAL
-            };
+            }
+            .min(aggregator.openapi_refresh);
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
                 _ = aggregator.recheck.notified() => {}
@@ -108,7 +112,7 @@ async fn check(aggregator: &Aggregator, service: &ApiService) -> Availability {
     let url = format!("https://{}:{}{path}", addr.0, addr.1);
     let answer = tokio::time::timeout(
         CHECK_TIMEOUT,
-        backend.get_as_aggregator(&addr, &path, MAX_DOCUMENT_BYTES),
+        backend.get_as_aggregator(&addr, &path, None, MAX_DOCUMENT_BYTES),
     )
     .await;
     let body = match answer {
@@ -121,21 +125,39 @@ async fn check(aggregator: &Aggregator, service: &ApiService) -> Availability {
         Ok(Err(e)) => {
             return failed_discovery(format!("failing or missing response from {url}: {e}"))
         }
-        Ok(Ok((status, _))) if !(200..300).contains(&status) => {
+        Ok(Ok(answer)) if !(200..300).contains(&answer.status) => {
             return failed_discovery(format!(
-                "failing or missing response from {url}: bad status from {url}: {status}"
+                "failing or missing response from {url}: bad status from {url}: {}",
+                answer.status
             ))
         }
-        Ok(Ok((_, body))) => body,
+        Ok(Ok(answer)) => answer.body,
     };
     let resources: Option<Value> = serde_json::from_slice(&body).ok();
     let known = aggregator.documents(&service.name);
-    if known.resources != resources || known.openapi_v3.is_none() {
+    let due = known
+        .openapi_fetched
+        .is_none_or(|at| at.elapsed() >= aggregator.openapi_refresh);
+    if known.resources != resources || known.openapi_v3.is_none() || due {
+        let (v3, v3_etag) = fetch_openapi_v3(
+            backend,
+            &addr,
+            service,
+            (known.openapi_v3, known.openapi_etags.0),
+        )
+        .await;
+        let (v2, v2_etag) = fetch_document(
+            backend,
+            &addr,
+            "/openapi/v2",
+            (known.openapi_v2, known.openapi_etags.1),
+        )
+        .await;
         let docs = RemoteDocuments {
-            openapi_v3: fetch_openapi_v3(backend, &addr, service).await,
-            openapi_v2: fetch_json(backend, &addr, "/openapi/v2")
-                .await
-                .map(Arc::new),
+            openapi_v3: v3,
+            openapi_v2: v2,
+            openapi_etags: (v3_etag, v2_etag),
+            openapi_fetched: Some(Instant::now()),
             resources,
         };
         aggregator.set_documents(&service.name, Some(docs));
@@ -164,19 +186,31 @@ pub fn discovery_path(group: &str, version: &str) -> String {
     }
 }
 
-async fn fetch_json(
+/// A document and the ETag it came with.
+type Document = (Option<Arc<Value>>, Option<String>);
+
+/// The JSON document at `path`, asked for with the ETag of the one `known` (kept when
+/// the backend answers 304 Not Modified); none when it cannot be had.
+async fn fetch_document(
     backend: &super::backend::Backend,
     addr: &(String, u16),
     path: &str,
-) -> Option<Value> {
+    known: Document,
+) -> Document {
+    let (known_doc, known_etag) = known;
+    let if_none_match = known_doc.as_ref().and(known_etag.as_deref());
     let answer = tokio::time::timeout(
         CHECK_TIMEOUT,
-        backend.get_as_aggregator(addr, path, MAX_DOCUMENT_BYTES),
+        backend.get_as_aggregator(addr, path, if_none_match, MAX_DOCUMENT_BYTES),
     )
     .await;
     match answer {
-        Ok(Ok((200, body))) => serde_json::from_slice(&body).ok(),
-        _ => None,
+        Ok(Ok(a)) if a.status == 304 && known_doc.is_some() => (known_doc, known_etag),
+        Ok(Ok(a)) if a.status == 200 => match serde_json::from_slice(&a.body) {
+            Ok(doc) => (Some(Arc::new(doc)), a.etag),
+            Err(_) => (None, None),
+        },
+        _ => (None, None),
     }
 }
 
@@ -185,11 +219,17 @@ async fn fetch_openapi_v3(
     backend: &super::backend::Backend,
     addr: &(String, u16),
     service: &ApiService,
-) -> Option<Arc<Value>> {
-    let index = fetch_json(backend, addr, "/openapi/v3").await?;
+    known: Document,
+) -> Document {
+    let (Some(index), _) = fetch_document(backend, addr, "/openapi/v3", (None, None)).await else {
+        return (None, None);
+    };
     let key = discovery_path(&service.group, &service.version);
-    let url = index["paths"][key.trim_start_matches('/')]["serverRelativeURL"].as_str()?;
-    fetch_json(backend, addr, url).await.map(Arc::new)
+    let Some(url) = index["paths"][key.trim_start_matches('/')]["serverRelativeURL"].as_str()
+    else {
+        return (None, None);
+    };
+    fetch_document(backend, addr, url, known).await
 }
 
 /// Writes the condition when it differs from the stored one; `lastTransitionTime`

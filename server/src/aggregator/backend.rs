@@ -223,7 +223,9 @@ impl Backend {
             hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
                 .await
                 .map_err(|e| ReachError::Connect(e.to_string()))?;
-        tokio::spawn(connection);
+        // With upgrades: a connection that switched protocols (a proxied WebSocket)
+        // is handed over rather than closed.
+        tokio::spawn(connection.with_upgrades());
         Ok(sender)
     }
 }
@@ -253,32 +255,51 @@ impl Backend {
     }
 
     /// GETs `path` as `system:kube-aggregator` in `system:masters` (the identity upstream's
-    /// checks use, so a backend's authorization cannot hide it), reading at most
-    /// `limit` bytes of the answer: its status and body.
+    /// checks use, so a backend's authorization cannot hide it), with `If-None-Match`
+    /// when an ETag is given, reading at most `limit` bytes of the answer.
     pub async fn get_as_aggregator(
         &self,
         addr: &(String, u16),
         path: &str,
+        if_none_match: Option<&str>,
         limit: usize,
-    ) -> Result<(u16, Bytes), String> {
+    ) -> Result<Fetched, String> {
         use http_body_util::{BodyExt, Limited};
-        let request = hyper::Request::get(path)
+        let mut request = hyper::Request::get(path)
             .header("host", format!("{}:{}", self.server_name(), addr.1))
             .header("accept", "application/json")
             .header("x-remote-user", "system:kube-aggregator")
-            .header("x-remote-group", "system:masters")
+            .header("x-remote-group", "system:masters");
+        if let Some(etag) = if_none_match {
+            request = request.header("if-none-match", etag);
+        }
+        let request = request
             .body(Full::new(Bytes::new()))
             .map_err(|e| e.to_string())?;
         let (sender, response) = self.send(addr, request).await?;
         let status = response.status().as_u16();
+        let etag = response
+            .headers()
+            .get("etag")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let body = Limited::new(response.into_body(), limit)
             .collect()
             .await
             .map_err(|e| e.to_string())?
             .to_bytes();
         self.release(addr.clone(), sender);
-        Ok((status, body))
+        Ok(Fetched { status, etag, body })
     }
+}
+
+/// A backend's answer to [`Backend::get_as_aggregator`].
+#[derive(Debug)]
+pub struct Fetched {
+    pub status: u16,
+    /// Its `ETag`, when it gave one.
+    pub etag: Option<String>,
+    pub body: Bytes,
 }
 
 fn request_clone(r: &hyper::Request<Full<Bytes>>) -> hyper::Request<Full<Bytes>> {

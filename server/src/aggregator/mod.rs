@@ -10,6 +10,7 @@
 //! - `backend.rs`: the HTTPS client of one APIService's server (TLS from `caBundle`,
 //!   the front-proxy client certificate, the Service resolved to an address);
 //! - `proxy.rs`: one request proxied, the user sent as front-proxy headers;
+//! - `upgrade.rs`: a connection upgrade (WebSocket) proxied, then copied both ways;
 //! - `availability.rs`: the `Available` condition, from periodic discovery checks;
 //! - `strategy.rs`: the APIService kind's validation and printed columns.
 
@@ -19,6 +20,7 @@ pub mod priorities;
 pub mod proxy;
 pub mod registration;
 pub mod strategy;
+pub mod upgrade;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -113,6 +115,19 @@ pub struct RemoteDocuments {
     pub openapi_v3: Option<Arc<Value>>,
     /// Its OpenAPI v2 document.
     pub openapi_v2: Option<Arc<Value>>,
+    /// The ETags the v3 and v2 documents came with, sent back as `If-None-Match`.
+    pub openapi_etags: (Option<String>, Option<String>),
+    /// When the OpenAPI documents were last asked for.
+    pub openapi_fetched: Option<std::time::Instant>,
+}
+
+impl RemoteDocuments {
+    /// Whether discovery or OpenAPI would be built differently from `other`.
+    fn same_content(&self, other: &RemoteDocuments) -> bool {
+        self.resources == other.resources
+            && self.openapi_v3 == other.openapi_v3
+            && self.openapi_v2 == other.openapi_v2
+    }
 }
 
 #[derive(Default)]
@@ -132,6 +147,8 @@ pub struct Aggregator {
     proxy_client_cert: Option<ProxyClientCert>,
     /// `--enable-aggregator-routing`: a Service's endpoints rather than its cluster IP.
     pub(crate) endpoint_routing: bool,
+    /// How often a backend's OpenAPI documents are asked for again.
+    pub(crate) openapi_refresh: std::time::Duration,
     /// Wakes the availability controller (a change, or a backend that failed).
     pub(crate) recheck: Notify,
     /// Counts changes of what discovery and OpenAPI merge in.
@@ -145,6 +162,7 @@ impl Aggregator {
         store: Store,
         proxy_client_cert: Option<ProxyClientCert>,
         endpoint_routing: bool,
+        openapi_refresh: std::time::Duration,
     ) -> Arc<Self> {
         Arc::new(Aggregator {
             registry: Default::default(),
@@ -153,6 +171,7 @@ impl Aggregator {
             catalog,
             proxy_client_cert,
             endpoint_routing,
+            openapi_refresh,
             recheck: Notify::new(),
             generation: Default::default(),
         })
@@ -232,14 +251,22 @@ impl Aggregator {
             .unwrap_or_default()
     }
 
+    /// Keeps what `name`'s backend said; discovery and OpenAPI are rebuilt only when
+    /// that differs from before (a refresh answered 304 changes nothing).
     fn set_documents(&self, name: &str, docs: Option<RemoteDocuments>) {
         let mut all = self.documents.write().unwrap_or_else(|e| e.into_inner());
-        match docs {
-            Some(d) => all.insert(name.to_string(), d),
-            None => all.remove(name),
+        let changed = match docs {
+            Some(d) => {
+                let same = all.get(name).is_some_and(|old| old.same_content(&d));
+                all.insert(name.to_string(), d);
+                !same
+            }
+            None => all.remove(name).is_some(),
         };
         drop(all);
-        self.changed();
+        if changed {
+            self.changed();
+        }
     }
 
     /// Counts changes to what discovery and OpenAPI take from here.

@@ -58,17 +58,27 @@ pub async fn forward(
     headers: &HeaderMap,
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
+    let (backend, addr) = target(aggregator, service).await?;
+    let request = build_request(&backend, user, method, path_and_query, headers, body)?;
+    let (sender, response) = backend
+        .send(&addr, request)
+        .await
+        .map_err(|e| unreachable(aggregator, ReachError::Connect(e)))?;
+    Ok(answer(response, Some((backend, addr, sender))))
+}
+
+/// The backend of `service` and where it is reached now; 503 when its availability
+/// checks found it down (as upstream, it is not tried) or it cannot be resolved.
+pub(super) async fn target(
+    aggregator: &Aggregator,
+    service: &ApiService,
+) -> Result<(Arc<Backend>, (String, u16)), ApiError> {
     let Some(backend) = service.backend.clone() else {
         return Err(ApiError::internal("a local APIService was proxied"));
     };
-    // As upstream: an APIService its availability checks found down is not tried.
     if !service.available {
         return Err(ApiError::unavailable("service unavailable"));
     }
-    let unreachable = |e: ReachError| {
-        aggregator.recheck.notify_one();
-        ApiError::unavailable(format!("error trying to reach service: {e}"))
-    };
     let addr = backend
         .location(
             &aggregator.catalog,
@@ -76,15 +86,38 @@ pub async fn forward(
             aggregator.endpoint_routing,
         )
         .await
-        .map_err(unreachable)?;
-    let request = build_request(&backend, user, method, path_and_query, headers, body)?;
-    let (sender, response) = backend
-        .send(&addr, request)
-        .await
-        .map_err(|e| unreachable(ReachError::Connect(e)))?;
+        .map_err(|e| unreachable(aggregator, e))?;
+    Ok((backend, addr))
+}
+
+/// A backend that could not be reached: 503, and the availability checks look again.
+pub(super) fn unreachable(aggregator: &Aggregator, e: ReachError) -> ApiError {
+    aggregator.recheck.notify_one();
+    ApiError::unavailable(format!("error trying to reach service: {e}"))
+}
+
+/// The backend's answer as this server gives it: its status and end-to-end headers,
+/// the body streamed; `done`'s connection is kept for the next request once it ends.
+pub(super) fn answer(
+    response: hyper::Response<hyper::body::Incoming>,
+    done: Option<(Arc<Backend>, (String, u16), Sender)>,
+) -> HttpResponse {
     let mut answer = HttpResponse::build(
         StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY),
     );
+    copy_response_headers(&response, &mut answer);
+    answer.streaming(Streamed {
+        body: response.into_body(),
+        done,
+    })
+}
+
+/// The backend's end-to-end headers onto `answer` (hop-by-hop ones and the length,
+/// which this server's own encoding decides, stay behind).
+pub(super) fn copy_response_headers<B>(
+    response: &hyper::Response<B>,
+    answer: &mut actix_web::HttpResponseBuilder,
+) {
     for (name, value) in response.headers() {
         if HOP_BY_HOP.contains(&name.as_str()) || name == "content-length" {
             continue;
@@ -96,15 +129,10 @@ pub async fn forward(
             answer.append_header((n, v));
         }
     }
-    let body = Streamed {
-        body: response.into_body(),
-        done: Some((backend, addr, sender)),
-    };
-    Ok(answer.streaming(body))
 }
 
 /// The request as the backend gets it.
-fn build_request(
+pub(super) fn build_request(
     backend: &Backend,
     user: &UserInfo,
     method: &actix_web::http::Method,

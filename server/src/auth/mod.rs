@@ -7,6 +7,7 @@ pub mod authz;
 pub mod cache;
 pub mod escalation;
 pub mod extension_config;
+pub mod extension_follower;
 pub mod parent;
 pub mod rbac;
 pub mod reviews;

@@ -40,6 +40,25 @@ impl std::fmt::Display for ParentError {
     }
 }
 
+impl ParentError {
+    /// Whether trying again may succeed: nothing came back, the parent was too busy
+    /// (429) or failed itself (5xx), as upstream's webhook clients decide.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ParentError::Unreachable(_) => true,
+            ParentError::Status { code, .. } => *code == 429 || *code >= 500,
+        }
+    }
+}
+
+/// The waits before the second to fifth tries: 0.5 s growing ×1.5, each up to 20%
+/// longer at random (so servers that failed together do not retry together).
+fn retry_delays() -> impl Iterator<Item = Duration> {
+    std::iter::successors(Some(Duration::from_millis(500)), |d| Some(d.mul_f64(1.5)))
+        .take(4)
+        .map(|d| d.mul_f64(1.0 + 0.2 * rand::random::<f64>()))
+}
+
 /// A connection to the parent API server.
 #[derive(Debug)]
 pub struct Parent {
@@ -86,15 +105,42 @@ impl Parent {
         }
     }
 
+    /// One call, tried again after a transient failure with upstream's backoff for
+    /// delegated authentication and authorization (0.5 s, ×1.5, 20% jitter, 5 tries),
+    /// all within [`CALL_TIMEOUT`].
     async fn call(
         &self,
         method: hyper::Method,
         path: &str,
         body: Option<String>,
     ) -> Result<Value, ParentError> {
+        let deadline = tokio::time::Instant::now() + CALL_TIMEOUT;
+        let mut delays = retry_delays();
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let answer = self
+                .call_once(method.clone(), path, body.clone(), left)
+                .await;
+            match (answer, delays.next()) {
+                (Err(e), Some(delay)) if e.is_transient() && delay < left => {
+                    tracing::debug!("calling the parent {path}: {e}; again in {delay:?}");
+                    tokio::time::sleep(delay).await;
+                }
+                (answer, _) => return answer,
+            }
+        }
+    }
+
+    async fn call_once(
+        &self,
+        method: hyper::Method,
+        path: &str,
+        body: Option<String>,
+        timeout: Duration,
+    ) -> Result<Value, ParentError> {
         let (status, bytes) = self
             .endpoint
-            .call(method, path, body, CALL_TIMEOUT)
+            .call(method, path, body, timeout)
             .await
             .map_err(ParentError::Unreachable)?;
         if !status.is_success() {
@@ -336,6 +382,25 @@ contexts: [{name: x, context: {cluster: c, user: u}}]
         let config = Kubeconfig::parse(text, dir.path()).unwrap();
         assert_eq!(config.ca_pem, b"CA");
         assert_eq!(config.token.as_deref(), Some("t0k"));
+    }
+
+    #[test]
+    fn transient_failures_are_tried_again_after_growing_waits() {
+        let delays: Vec<Duration> = retry_delays().collect();
+        assert_eq!(delays.len(), 4);
+        for (d, base) in delays.iter().zip([500.0, 750.0, 1125.0, 1687.5]) {
+            let ms = d.as_secs_f64() * 1000.0;
+            assert!((base..base * 1.2).contains(&ms), "{ms} ms after {base}");
+        }
+        let status = |code| ParentError::Status {
+            code,
+            message: String::new(),
+        };
+        assert!(ParentError::Unreachable("refused".into()).is_transient());
+        assert!(status(429).is_transient());
+        assert!(status(503).is_transient());
+        assert!(!status(403).is_transient());
+        assert!(!status(404).is_transient());
     }
 
     #[test]

@@ -63,11 +63,16 @@ pub async fn start(
 
 /// Writes what the bootstrap policy lacks, as upstream's reconciliation does at start-up.
 async fn reconcile_bootstrap(store: &Store, kinds: &Kinds) -> Result<(), String> {
-    let [roles, cluster_roles, _, cluster_role_bindings] = &kinds.0;
+    let [roles, cluster_roles, role_bindings, cluster_role_bindings] = &kinds.0;
     let objects = bootstrap::cluster_roles()
         .into_iter()
         .map(|o| (cluster_roles, o))
         .chain(bootstrap::roles().into_iter().map(|o| (roles, o)))
+        .chain(
+            bootstrap::role_bindings()
+                .into_iter()
+                .map(|o| (role_bindings, o)),
+        )
         .chain(
             bootstrap::cluster_role_bindings()
                 .into_iter()

@@ -63,7 +63,7 @@ pub async fn authenticate(
         headers: Some(req.headers()),
     };
     let outcome = auth.authenticator.authenticate(creds).await;
-    if let Some(proxy) = &auth.authenticator.request_header {
+    if let Some(proxy) = auth.authenticator.request_header.current() {
         proxy.config.strip(req.headers_mut());
     }
     match outcome {

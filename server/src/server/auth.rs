@@ -15,10 +15,13 @@ use crate::auth::authn::requestheader::RequestHeaderAuthenticator;
 use crate::auth::authn::serviceaccount::{ObjectLookup, ServiceAccountTokens, TokenIssuer};
 use crate::auth::authn::token_review::TokenReviewAuthenticator;
 use crate::auth::authn::x509::{self, ClientCa};
-use crate::auth::authn::{token_file::StaticTokens, x509::X509Authenticator, Authenticator};
+use crate::auth::authn::{
+    token_file::StaticTokens, x509::X509Authenticator, Authenticator, Replaceable,
+};
 use crate::auth::authz::RbacAuthorizer;
 use crate::auth::extension_config::{self, ExtensionAuthentication};
-use crate::auth::parent::{Parent, ParentError};
+use crate::auth::extension_follower::{self, Followed};
+use crate::auth::parent::Parent;
 use crate::auth::webhook_authz::{AlwaysAllowPaths, DecisionTtls, SubjectAccessReviewAuthorizer};
 use crate::auth::{authz, names, Auth, UserInfo};
 use crate::endpoints::ApiState;
@@ -78,7 +81,24 @@ pub async fn configure(
         )
         .flat_map(|ca| ca.subjects().iter().cloned())
         .collect();
-    let verifier = (!subjects.is_empty()).then(|| x509::tls_verifier(subjects, provider));
+    let x509 = Arc::new(Replaceable::new(cas.x509));
+    let request_header = Arc::new(Replaceable::new(cas.request_header));
+    let verifier = match (&authn_parent, cas.looked_up) {
+        // The parent's CAs may change while serving: certificates are asked for
+        // without naming issuers (any is sent; the authenticators verify the chain).
+        (Some(parent), Some(seen)) => {
+            let followed = Followed {
+                x509: opts.client_ca_file.is_none().then(|| x509.clone()),
+                request_header: opts
+                    .requestheader_client_ca_file
+                    .is_none()
+                    .then(|| request_header.clone()),
+            };
+            extension_follower::spawn(parent.clone(), followed, seen, provider.clone());
+            Some(x509::tls_verifier(Vec::new(), provider))
+        }
+        _ => (!subjects.is_empty()).then(|| x509::tls_verifier(subjects, provider)),
+    };
     let (token_issuer, service_accounts) = service_account_tokens(opts, state)?;
     let mut token_authenticators: Vec<Arc<dyn crate::auth::authn::TokenAuthenticator>> =
         vec![Arc::new(tokens), service_accounts.clone()];
@@ -112,8 +132,8 @@ pub async fn configure(
     }
     let auth = Auth {
         authenticator: Authenticator {
-            request_header: cas.request_header,
-            x509: cas.x509,
+            request_header,
+            x509,
             tokens: token_authenticators,
             anonymous: opts.anonymous_auth,
         },
@@ -167,6 +187,8 @@ fn own_settings(opts: &ServerRunOptions) -> Result<ExtensionAuthentication, Stri
 struct ClientCas {
     x509: Option<X509Authenticator>,
     request_header: Option<RequestHeaderAuthenticator>,
+    /// What the parent published, when it was asked (what its follower starts from).
+    looked_up: Option<ExtensionAuthentication>,
 }
 
 /// The CAs of the flags; those not given, from the parent's published settings when
@@ -180,15 +202,15 @@ async fn client_cas(
     let missing = own.client_ca.is_none() || own.request_header.is_none();
     let looked_up = match parent {
         Some(parent) if missing && !opts.authentication_skip_lookup => {
-            match lookup_extension_authentication(parent).await {
-                Ok(found) => found.unwrap_or_default(),
+            match extension_follower::lookup(parent).await {
+                Ok(found) => Some(found.unwrap_or_default()),
                 Err(e) if opts.authentication_tolerate_lookup_failure => {
                     tracing::warn!(
                         "cannot read the parent's {}/{}, continuing without the CAs it would give: {e}",
                         extension_config::NAMESPACE,
                         extension_config::NAME
                     );
-                    ExtensionAuthentication::default()
+                    Some(ExtensionAuthentication::default())
                 }
                 Err(e) => {
                     return Err(format!(
@@ -197,29 +219,23 @@ async fn client_cas(
                 }
             }
         }
-        _ => ExtensionAuthentication::default(),
+        _ => None,
     };
-    let from_parent = format!(
-        "the parent's {}/{}",
-        extension_config::NAMESPACE,
-        extension_config::NAME
-    );
-    let x509 = match (&opts.client_ca_file, &looked_up.client_ca) {
+    let published = looked_up.clone().unwrap_or_default();
+    let x509 = match (&opts.client_ca_file, &published.client_ca) {
         (Some(path), _) => Some(X509Authenticator::load(path, provider.clone())?),
         (None, Some(pem)) => {
-            tracing::info!("client certificates verified against {from_parent}");
-            let source = format!("{from_parent} client-ca-file");
-            Some(X509Authenticator::new(ClientCa::from_pem(
-                pem.as_bytes(),
-                &source,
+            tracing::info!("client certificates verified against the parent's published CA");
+            Some(extension_follower::x509_authenticator(
+                pem,
                 provider.clone(),
-            )?))
+            )?)
         }
         (None, None) => None,
     };
     let request_header = match (
         &opts.requestheader_client_ca_file,
-        &looked_up.request_header,
+        &published.request_header,
     ) {
         (Some(path), _) => {
             let ca = ClientCa::load(path, "--requestheader-client-ca-file", provider)?;
@@ -228,45 +244,19 @@ async fn client_cas(
                 opts.request_header_config(),
             ))
         }
-        (None, Some((pem, config))) => {
-            tracing::info!("front proxies verified against {from_parent}");
-            let source = format!("{from_parent} requestheader-client-ca-file");
-            let ca = ClientCa::from_pem(pem.as_bytes(), &source, provider)?;
-            Some(RequestHeaderAuthenticator::new(ca, config.clone()))
+        (None, Some(settings)) => {
+            tracing::info!("front proxies verified against the parent's published CA");
+            Some(extension_follower::request_header_authenticator(
+                settings, provider,
+            )?)
         }
         (None, None) => None,
     };
     Ok(ClientCas {
         x509,
         request_header,
+        looked_up,
     })
-}
-
-/// The parent's published settings; `None` when it publishes none (404).
-async fn lookup_extension_authentication(
-    parent: &Parent,
-) -> Result<Option<ExtensionAuthentication>, String> {
-    let path = format!(
-        "/api/v1/namespaces/{}/configmaps/{}",
-        extension_config::NAMESPACE,
-        extension_config::NAME
-    );
-    match parent.get(&path).await {
-        Ok(config_map) => {
-            let data: BTreeMap<String, String> =
-                serde_json::from_value(config_map["data"].clone()).unwrap_or_default();
-            ExtensionAuthentication::from_data(&data)
-                .map(Some)
-                .map_err(|e| format!("{}/{}: {e}", extension_config::NAMESPACE, extension_config::NAME))
-        }
-        Err(ParentError::Status { code: 404, .. }) => Ok(None),
-        // Upstream's hint: the reader role exists in every cluster for this.
-        Err(ParentError::Status { code: 403, message }) => Err(format!(
-            "{message}; usually fixed by 'kubectl create rolebinding -n {} ROLEBINDING_NAME --role=extension-apiserver-authentication-reader --user=YOUR_USER'",
-            extension_config::NAMESPACE
-        )),
-        Err(e) => Err(e.to_string()),
-    }
 }
 
 /// Writes this server's client and front-proxy CAs into

@@ -37,7 +37,6 @@ pub async fn aggregator(
             .map(ServiceResponse::map_into_boxed_body);
     };
     let payload = req.take_payload();
-    let body = crate::endpoints::body::read(req.headers(), payload).await?;
     let user = crate::auth::user(req.request())
         .map(|u| (*u).clone())
         .unwrap_or_else(crate::auth::UserInfo::anonymous);
@@ -47,16 +46,35 @@ pub async fn aggregator(
         .map(|p| p.as_str())
         .unwrap_or("/")
         .to_string();
-    let answer = crate::aggregator::proxy::forward(
-        &state.aggregator,
-        &service,
-        &user,
-        req.method(),
-        &path_and_query,
-        req.headers(),
-        body,
-    )
-    .await;
+    let answer = match crate::aggregator::upgrade::requested_protocol(req.headers()) {
+        // The payload is the connection's traffic once switched: not read here.
+        Some(protocol) => {
+            crate::aggregator::upgrade::forward_upgrade(
+                &state.aggregator,
+                &service,
+                &user,
+                req.method(),
+                &path_and_query,
+                req.headers(),
+                &protocol,
+                payload,
+            )
+            .await
+        }
+        None => {
+            let body = crate::endpoints::body::read(req.headers(), payload).await?;
+            crate::aggregator::proxy::forward(
+                &state.aggregator,
+                &service,
+                &user,
+                req.method(),
+                &path_and_query,
+                req.headers(),
+                body,
+            )
+            .await
+        }
+    };
     let response = match answer {
         Ok(r) => r,
         Err(e) => actix_web::ResponseError::error_response(&e),

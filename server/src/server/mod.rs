@@ -112,6 +112,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         store.clone(),
         opts.proxy_client_cert()?,
         opts.enable_aggregator_routing,
+        opts.aggregated_openapi_refresh_interval,
     );
     let state = web::Data::new(ApiState {
         catalog: catalog.clone(),

@@ -222,8 +222,9 @@ fn a_child_server_trusts_front_proxy_headers_and_parent_tokens_and_asks_the_pare
     let forged = b.kubeconfig_for("forged", &UserCredentials::Token("forged-token".into()));
     assert_eq!(list_configmaps(&forged, &[]).status, 401);
 
-    // With A gone, a request A has not answered before fails at once as upstream's
-    // does (500, the authorizer's error), and B's own admin still gets through.
+    // With A gone, a request A has not answered before fails as upstream's does (500,
+    // the authorizer's error) once the backoff's tries are spent, within the call's
+    // 10 s, and B's own admin still gets through.
     drop(a);
     let started = Instant::now();
     let down = list_configmaps(&proxy, &[("X-Remote-User", "carol")]);
@@ -250,7 +251,7 @@ fn a_child_server_trusts_front_proxy_headers_and_parent_tokens_and_asks_the_pare
 }
 
 #[test]
-fn a_parent_publishes_extension_apiserver_authentication_and_a_child_without_ca_flags_uses_it() {
+fn a_parent_publishes_extension_apiserver_authentication_and_a_child_without_ca_flags_follows_it() {
     let files = Files::new();
     let a = files.parent(&[
         files.proxy_ca_flag(),
@@ -317,6 +318,30 @@ fn a_parent_publishes_extension_apiserver_authentication_and_a_child_without_ca_
         json!([{"apiGroups": [""], "resources": ["configmaps"],
                 "resourceNames": ["extension-apiserver-authentication"], "verbs": ["get", "list", "watch"]}])
     );
+    // Bound, as upstream, to the controller manager and the scheduler.
+    let subjects = a.kubectl_ok(&[
+        "get",
+        "rolebinding",
+        "-n",
+        "kube-system",
+        "system::extension-apiserver-authentication-reader",
+        "-o",
+        "jsonpath={.roleRef.name} {.subjects[*].name}",
+    ]);
+    assert_eq!(
+        subjects,
+        "extension-apiserver-authentication-reader system:kube-controller-manager system:kube-scheduler"
+    );
+    let can_read = a.kubectl_ok(&[
+        "auth",
+        "can-i",
+        "get",
+        "configmap/extension-apiserver-authentication",
+        "-n",
+        "kube-system",
+        "--as=system:kube-scheduler",
+    ]);
+    assert_eq!(can_read.trim(), "yes");
 
     // A child given no CA flags trusts what A published: A's front proxy and A's
     // client certificates.
@@ -335,5 +360,39 @@ fn a_parent_publishes_extension_apiserver_authentication_and_a_child_without_ca_
     assert_eq!(
         list_configmaps(&not_allowed, &[("X-Remote-User", "alice")]).status,
         401
+    );
+
+    // The front-proxy CA rotated and another proxy name allowed, on A only: B follows
+    // without a restart.
+    let rotated = TestCa::new("rotated-front-proxy-ca");
+    let patch = json!({"data": {
+        "requestheader-client-ca-file": rotated.pem,
+        "requestheader-allowed-names": r#"["other-proxy"]"#,
+    }});
+    a.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "-n",
+        "kube-system",
+        "extension-apiserver-authentication",
+        "--type=merge",
+        "-p",
+        &patch.to_string(),
+    ]);
+    let other_proxy = files.cert_user(&b, &rotated, "other-proxy");
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            list_configmaps(&other_proxy, &[("X-Remote-User", "alice")]).status != 401
+        }),
+        "B never trusted the rotated front-proxy CA"
+    );
+    assert_eq!(
+        whoami(&other_proxy, &[("X-Remote-User", "alice")]),
+        json!({"username": "alice", "groups": ["system:authenticated"]})
+    );
+    assert_eq!(
+        list_configmaps(&proxy, &[("X-Remote-User", "alice")]).status,
+        401,
+        "the old front proxy is no longer trusted"
     );
 }

@@ -366,3 +366,319 @@ spec:
         "{groups}"
     );
 }
+
+/// A small API server in Python for `echo.example.com/v1` (arguments: serving
+/// certificate, key, the front-proxy CA whose client certificate it requires, and a
+/// file holding the name of the one property its `Echo` schema has). It serves the
+/// group's `APIResourceList`, OpenAPI v2 and v3 (with ETags, as upstream's servers),
+/// and a WebSocket on `echoes/<name>/exec`: its first message names the user from the
+/// front-proxy headers, then it echoes every message back.
+const ECHO_API: &str = r#"
+import base64, hashlib, json, ssl, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+GV = "apis/echo.example.com/v1"
+
+def field():
+    with open(sys.argv[4]) as f:
+        return f.read().strip()
+
+def read_exact(f, n):
+    data = b""
+    while len(data) < n:
+        chunk = f.read(n - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return data
+
+def read_frame(f):
+    b0, b1 = read_exact(f, 2)
+    n = b1 & 0x7F
+    if n == 126:
+        n = int.from_bytes(read_exact(f, 2), "big")
+    elif n == 127:
+        n = int.from_bytes(read_exact(f, 8), "big")
+    mask = read_exact(f, 4) if b1 & 0x80 else b"\0\0\0\0"
+    return b0 & 0x0F, bytes(b ^ mask[i % 4] for i, b in enumerate(read_exact(f, n)))
+
+def write_frame(f, opcode, data):
+    n = len(data)
+    head = bytes([0x80 | opcode]) + (bytes([n]) if n < 126 else bytes([126]) + n.to_bytes(2, "big"))
+    f.write(head + data)
+    f.flush()
+
+class EchoApi(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def answer(self, doc, etag=None):
+        if etag and self.headers.get("If-None-Match") == etag:
+            self.send_response(304)
+            self.send_header("ETag", etag)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = json.dumps(doc).encode()
+        self.send_response(200 if doc is not None else 404)
+        self.send_header("Content-Type", "application/json")
+        if etag:
+            self.send_header("ETag", etag)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        path = self.path.split("?")[0]
+        name = field()
+        schema = {"type": "object", "properties": {name: {"type": "string"}}}
+        etag = '"' + hashlib.sha256(name.encode()).hexdigest()[:16] + '"'
+        if path == "/" + GV:
+            self.answer({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "echo.example.com/v1",
+                         "resources": [
+                             {"name": "echoes", "singularName": "echo", "namespaced": True, "kind": "Echo", "verbs": ["get"]},
+                             {"name": "echoes/exec", "singularName": "", "namespaced": True, "kind": "Echo", "verbs": ["get", "create"]}]})
+        elif path == "/openapi/v3":
+            self.answer({"paths": {GV: {"serverRelativeURL": "/openapi/v3/" + GV + "?hash=" + etag.strip('"')}}})
+        elif path == "/openapi/v3/" + GV:
+            self.answer({"openapi": "3.0.0", "info": {"title": "echo", "version": "v1"}, "paths": {},
+                         "components": {"schemas": {"com.example.echo.v1.Echo": schema}}}, etag)
+        elif path == "/openapi/v2":
+            self.answer({"swagger": "2.0", "info": {"title": "echo", "version": "v1"}, "paths": {},
+                         "definitions": {"com.example.echo.v1.Echo": schema}}, etag)
+        elif path.endswith("/exec") and self.headers.get("Upgrade", "").lower() == "websocket":
+            self.echo()
+        else:
+            self.answer(None)
+
+    def echo(self):
+        key = self.headers["Sec-WebSocket-Key"] + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+        self.send_response(101)
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", base64.b64encode(hashlib.sha1(key.encode()).digest()).decode())
+        protocols = self.headers.get("Sec-WebSocket-Protocol")
+        if protocols:
+            self.send_header("Sec-WebSocket-Protocol", protocols.split(",")[0].strip())
+        self.end_headers()
+        self.close_connection = True
+        user = "user=%s groups=%s" % (self.headers.get("X-Remote-User"), ",".join(self.headers.get_all("X-Remote-Group") or []))
+        write_frame(self.wfile, 1, user.encode())
+        try:
+            while True:
+                opcode, data = read_frame(self.rfile)
+                if opcode == 8:
+                    write_frame(self.wfile, 8, data)
+                    return
+                if opcode in (1, 2):
+                    write_frame(self.wfile, opcode, data)
+        except EOFError:
+            return
+
+    def log_message(self, *args):
+        pass
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), EchoApi)
+tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+tls.load_cert_chain(sys.argv[1], sys.argv[2])
+tls.verify_mode = ssl.CERT_REQUIRED
+tls.load_verify_locations(sys.argv[3])
+server.socket = tls.wrap_socket(server.socket, server_side=True)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
+/// A WebSocket client in Python (arguments: host, port, CA file, path): for each
+/// token, the upgrade's status and, when it switched, the subprotocol, the server's
+/// first message and the echoes of a text and a binary message; then a SPDY upgrade's
+/// status and body. Prints the JSON.
+const UPGRADE_CLIENT: &str = r#"
+import http.client, json, ssl, sys, websocket
+
+host, port, ca, path = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+
+def ws(token):
+    try:
+        c = websocket.create_connection("wss://%s:%d%s" % (host, port, path), timeout=10,
+                                        header=["Authorization: Bearer " + token],
+                                        sslopt={"ca_certs": ca}, subprotocols=["v5.channel.k8s.io"])
+    except websocket.WebSocketBadStatusException as e:
+        return {"status": e.status_code}
+    out = {"status": c.getstatus(), "subprotocol": c.getsubprotocol(), "first": c.recv()}
+    c.send("hello")
+    out["text"] = c.recv()
+    c.send_binary(b"\x01\x02\xff")
+    out["binary"] = list(c.recv())
+    c.close()
+    return out
+
+conn = http.client.HTTPSConnection(host, port, context=ssl.create_default_context(cafile=ca), timeout=10)
+conn.request("POST", path, headers={"Authorization": "Bearer alice-token", "Connection": "Upgrade",
+                                    "Upgrade": "SPDY/3.1", "X-Stream-Protocol-Version": "v4.channel.k8s.io"})
+r = conn.getresponse()
+spdy = {"status": r.status, "body": json.loads(r.read() or b"null")}
+print(json.dumps({"alice": ws("alice-token"), "bob": ws("bob-token"), "spdy": spdy}))
+"#;
+
+const ECHO_API_SERVICE: &str = "v1.echo.example.com";
+
+/// Server A with a Python backend for `echo.example.com/v1` (`ECHO_API`) behind an
+/// APIService, available; alice may get and create `echoes/exec` in default, bob
+/// nothing. The backend's schema property starts as `colour`.
+struct EchoApi {
+    a: TestServer,
+    _backend: apiserver_tests::webhooks::WebhookServer,
+    schema_field: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn start_echo_api(flags: &[&str]) -> EchoApi {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ca = TestCa::new("echo-api-ca");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("writing a test file");
+        path
+    };
+    let ca_file = write("ca.crt", &ca.pem);
+    let (cert, key) = ca.serving_cert(&["echo-api.default.svc"]);
+    let (cert, key) = (write("echo.crt", &cert), write("echo.key", &key));
+    let (proxy_cert, proxy_key) = ca.client_cert("front-proxy-client", None);
+    let (proxy_cert, proxy_key) = (
+        write("proxy.crt", &proxy_cert),
+        write("proxy.key", &proxy_key),
+    );
+    let tokens = write(
+        "tokens.csv",
+        "alice-token,alice,1001,\"devs\"\nbob-token,bob,1002\n",
+    );
+    let schema_field = write("field", "colour");
+    let mut args: Vec<String> = vec![
+        format!("--proxy-client-cert-file={}", proxy_cert.display()),
+        format!("--proxy-client-key-file={}", proxy_key.display()),
+        format!("--token-auth-file={}", tokens.display()),
+    ];
+    args.extend(flags.iter().map(|f| f.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let a = TestServer::start_with_flags(&args);
+    let backend = apiserver_tests::webhooks::WebhookServer::start_with_cert(
+        &a,
+        "echo_api.py",
+        ECHO_API,
+        (&cert, &key),
+        &[&ca_file, &schema_field],
+    );
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(&ca.pem);
+    let manifest = format!(
+        "apiVersion: v1
+kind: Service
+metadata: {{name: echo-api, namespace: default}}
+spec: {{type: ExternalName, externalName: localhost}}
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {{name: {ECHO_API_SERVICE}}}
+spec:
+  group: echo.example.com
+  version: v1
+  service: {{namespace: default, name: echo-api, port: {port}}}
+  caBundle: {ca_bundle}
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{name: echo-exec, namespace: default}}
+rules: [{{apiGroups: [echo.example.com], resources: [echoes/exec], verbs: [get, create]}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: echo-exec, namespace: default}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: echo-exec}}
+subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}}]
+",
+        port = backend.port
+    );
+    let file = a.write_file("echo-api.yaml", &manifest);
+    a.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
+    a.kubectl_ok(&[
+        "wait",
+        "--for=condition=Available=True",
+        &format!("apiservice/{ECHO_API_SERVICE}"),
+        "--timeout=30s",
+    ]);
+    EchoApi {
+        a,
+        _backend: backend,
+        schema_field,
+        _dir: dir,
+    }
+}
+
+#[test]
+fn a_websocket_upgrade_is_proxied_both_ways_as_the_caller_and_spdy_is_refused() {
+    let echo = start_echo_api(&[]);
+    let a = &echo.a;
+    let client = a.write_file("upgrade_client.py", UPGRADE_CLIENT);
+    let ca = a.data_dir().join("certs").join("ca.crt");
+    let out = std::process::Command::new(apiserver_tests::python_binary())
+        .arg(&client)
+        .args(["127.0.0.1", &a.port().to_string()])
+        .arg(&ca)
+        .arg("/apis/echo.example.com/v1/namespaces/default/echoes/e1/exec?command=cat")
+        .output()
+        .expect("running the WebSocket client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Value = serde_json::from_str(&stdout).expect("the client's JSON");
+    // Switched, with the subprotocol the backend chose; the backend saw alice as the
+    // front-proxy headers named her, and each message came back before the next went.
+    assert_eq!(
+        got["alice"],
+        json!({
+            "status": 101,
+            "subprotocol": "v5.channel.k8s.io",
+            "first": "user=alice groups=devs,system:authenticated",
+            "text": "hello",
+            "binary": [1, 2, 255],
+        })
+    );
+    // bob may not get echoes/exec: refused here, before the backend.
+    assert_eq!(got["bob"], json!({"status": 403}));
+    assert_eq!(got["spdy"]["status"], 400, "{}", got["spdy"]);
+    assert_eq!(
+        got["spdy"]["body"]["message"],
+        "upgrading the connection to \"SPDY/3.1\" is not supported by this server: use WebSocket"
+    );
+}
+
+#[tokio::test]
+async fn a_backends_schema_change_alone_reaches_the_merged_openapi() {
+    let echo = start_echo_api(&["--aggregated-openapi-refresh-interval=1s"]);
+    let a = &echo.a;
+    let v3 = "/openapi/v3/apis/echo.example.com/v1";
+    let properties = async |path: &str, at: &str| {
+        let (code, doc) = get_raw(a, path).await;
+        assert_eq!(code, 200, "{path}: {doc}");
+        doc.pointer(at).cloned().unwrap_or(Value::Null)
+    };
+    let v3_echo = "/components/schemas/com.example.echo.v1.Echo/properties";
+    let v2_echo = "/definitions/com.example.echo.v1.Echo/properties";
+    assert_eq!(
+        properties(v3, v3_echo).await,
+        json!({"colour": {"type": "string"}})
+    );
+    // Only the schema changes: the backend's APIResourceList stays as it was.
+    std::fs::write(&echo.schema_field, "flavour").expect("writing the schema field");
+    eventually("A's OpenAPI v3 has the new property", async || {
+        properties(v3, v3_echo).await == json!({"flavour": {"type": "string"}})
+    })
+    .await;
+    eventually("A's OpenAPI v2 has it too", async || {
+        properties("/openapi/v2", v2_echo).await == json!({"flavour": {"type": "string"}})
+    })
+    .await;
+}

@@ -10,7 +10,7 @@ pub mod token_file;
 pub mod token_review;
 pub mod x509;
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use actix_web::http::header::HeaderMap;
 use async_trait::async_trait;
@@ -59,14 +59,42 @@ pub trait TokenAuthenticator: Send + Sync {
     }
 }
 
+/// An authenticator that may be replaced while serving (one built from the parent's
+/// published settings, which are followed); each request uses the one current when it
+/// arrives.
+pub struct Replaceable<T>(RwLock<Option<Arc<T>>>);
+
+impl<T> Default for Replaceable<T> {
+    fn default() -> Self {
+        Replaceable(RwLock::new(None))
+    }
+}
+
+impl<T> Replaceable<T> {
+    /// Holding `value`.
+    pub fn new(value: Option<T>) -> Self {
+        Replaceable(RwLock::new(value.map(Arc::new)))
+    }
+
+    /// The current one.
+    pub fn current(&self) -> Option<Arc<T>> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Puts `value` in its place, for the requests that arrive from now on.
+    pub fn replace(&self, value: Option<T>) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = value.map(Arc::new);
+    }
+}
+
 /// The authentication chain, in upstream's order: front proxies, client certificates,
 /// bearer tokens, then anonymous.
 #[derive(Default)]
 pub struct Authenticator {
     /// `--requestheader-client-ca-file` (or the parent's published front-proxy CA).
-    pub request_header: Option<requestheader::RequestHeaderAuthenticator>,
+    pub request_header: Arc<Replaceable<requestheader::RequestHeaderAuthenticator>>,
     /// `--client-ca-file` (or the parent's published client CA).
-    pub x509: Option<x509::X509Authenticator>,
+    pub x509: Arc<Replaceable<x509::X509Authenticator>>,
     /// Static tokens (the admin token, `--token-auth-file`), service account tokens, the
     /// parent's TokenReviews (`--authentication-kubeconfig`).
     pub tokens: Vec<Arc<dyn TokenAuthenticator>>,
@@ -79,14 +107,14 @@ impl Authenticator {
     /// when there are none (and anonymous access is on).
     pub async fn authenticate(&self, creds: Credentials<'_>) -> Result<UserInfo, Unauthenticated> {
         let mut errors = Vec::new();
-        if let (Some(proxy), Some(headers)) = (&self.request_header, creds.headers) {
+        if let (Some(proxy), Some(headers)) = (self.request_header.current(), creds.headers) {
             match proxy.authenticate(creds.client_certs, headers) {
                 Ok(Some(user)) => return Ok(authenticated(user)),
                 Ok(None) => {}
                 Err(e) => errors.push(format!("front proxy: {e}")),
             }
         }
-        if let (Some(x509), Some(chain)) = (&self.x509, creds.client_certs) {
+        if let (Some(x509), Some(chain)) = (self.x509.current(), creds.client_certs) {
             match x509.authenticate(chain) {
                 Ok(user) => return Ok(authenticated(user)),
                 Err(e) => errors.push(format!("x509: {e}")),

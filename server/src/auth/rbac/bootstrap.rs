@@ -377,6 +377,26 @@ pub fn roles() -> Vec<Value> {
     vec![reader]
 }
 
+/// The bootstrap RoleBindings, each with its namespace: as upstream, the controller
+/// manager and the scheduler (themselves delegating authentication to this server)
+/// may read the front-proxy settings, through `system::extension-apiserver-authentication-reader`.
+pub fn role_bindings() -> Vec<Value> {
+    let role = "extension-apiserver-authentication-reader";
+    let users = ["system:kube-controller-manager", "system:kube-scheduler"];
+    let mut metadata = metadata(&format!("system::{role}"), &[]);
+    metadata["namespace"] = json!("kube-system");
+    vec![json!({
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "RoleBinding",
+        "metadata": metadata,
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": role},
+        "subjects": users
+            .iter()
+            .map(|u| json!({"apiGroup": RBAC_GROUP, "kind": "User", "name": u}))
+            .collect::<Vec<_>>(),
+    })]
+}
+
 /// The bootstrap ClusterRoleBindings, sorted by name.
 pub fn cluster_role_bindings() -> Vec<Value> {
     vec![
@@ -638,16 +658,12 @@ mod tests {
     }
 
     #[test]
-    fn the_extension_authentication_reader_reads_only_that_configmap() {
+    fn the_scheduler_reads_only_the_extension_authentication_configmap() {
         let reader = named(&roles(), "extension-apiserver-authentication-reader").clone();
         assert_eq!(reader["metadata"]["namespace"], "kube-system");
-        let binding = json!({"kind": "RoleBinding",
-            "metadata": {"name": "b", "namespace": "kube-system"},
-            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": "extension-apiserver-authentication-reader"},
-            "subjects": [{"apiGroup": RBAC_GROUP, "kind": "User", "name": "aggregated"}]});
-        let index = RbacIndex::from_json(&[reader], &[], &[binding], &[]);
+        let index = RbacIndex::from_json(&[reader], &[], &role_bindings(), &[]);
         assert!(index.issues().is_empty(), "{:?}", index.issues());
-        let u = user("aggregated", &[]);
+        let u = user("system:kube-scheduler", &[]);
         let get = |ns: &'static str, name: &'static str| {
             index
                 .authorize(
@@ -668,6 +684,7 @@ mod tests {
             .iter()
             .chain(&cluster_role_bindings())
             .chain(&roles())
+            .chain(&role_bindings())
         {
             let meta = &object["metadata"];
             assert_eq!(
