@@ -248,7 +248,7 @@ fn a_hanging_conversion_webhook_answers_500_at_the_timeout_while_the_server_keep
         "POST",
         v1,
         Some("application/json"),
-        r#"{"apiVersion":"conversion.example.com/v1","kind":"Gauge","metadata":{"name":"g"},"spec":{"count":3}}"#.into(),
+        r#"{"apiVersion":"conversion.example.com/v1","kind":"Gauge","metadata":{"name":"g"},"spec":{"count":3}}"#,
     ));
     assert_eq!(created.status, 201, "{}", created.text);
 
