@@ -12,7 +12,7 @@ seconds="${1:-5}"
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-  targets=(request_info selectors bodies patches lists definitions)
+  targets=(request_info selectors bodies patches lists definitions crds)
 fi
 target_dir=target/fuzz
 profile="${FUZZ_PROFILE:-dev}"

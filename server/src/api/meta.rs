@@ -235,30 +235,64 @@ pub fn validate_name(field: &str, name: &str, rule: NameRule) -> Vec<StatusCause
         }
         return causes;
     }
-    if rule == NameRule::Label {
-        if name.len() > 63 {
-            causes.push(StatusCause::invalid(
-                field,
-                name,
-                "must be no more than 63 characters",
-            ));
-        }
-        if !is_label(name) {
-            causes.push(StatusCause::invalid(field, name, DNS1123_LABEL_MSG));
-        }
+    let errors = if rule == NameRule::Label {
+        dns1123_label_errors(name)
     } else {
-        if name.len() > 253 {
-            causes.push(StatusCause::invalid(
-                field,
-                name,
-                "must be no more than 253 characters",
-            ));
-        }
-        if !name.split('.').all(is_label) {
-            causes.push(StatusCause::invalid(field, name, DNS1123_SUBDOMAIN_MSG));
-        }
-    }
+        dns1123_subdomain_errors(name)
+    };
+    causes.extend(errors.iter().map(|e| StatusCause::invalid(field, name, e)));
     causes
+}
+
+/// A DNS-1123 label's problems (`my-name`), as kube-apiserver words them.
+pub fn dns1123_label_errors(s: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if s.len() > 63 {
+        errors.push("must be no more than 63 characters".to_string());
+    }
+    if !is_label(s) {
+        errors.push(DNS1123_LABEL_MSG.to_string());
+    }
+    errors
+}
+
+/// A DNS-1123 subdomain's problems (`example.com`), as kube-apiserver words them.
+pub fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if s.len() > 253 {
+        errors.push("must be no more than 253 characters".to_string());
+    }
+    if !s.split('.').all(is_label) {
+        errors.push(DNS1123_SUBDOMAIN_MSG.to_string());
+    }
+    errors
+}
+
+const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+
+/// A DNS-1035 label's problems (a label that starts with a letter), as kube-apiserver
+/// words them.
+pub fn dns1035_label_errors(s: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if s.len() > 63 {
+        errors.push("must be no more than 63 characters".to_string());
+    }
+    if !is_label(s) || !s.starts_with(|c: char| c.is_ascii_lowercase()) {
+        errors.push(DNS1035_LABEL_MSG.to_string());
+    }
+    errors
+}
+
+/// A label value's problems (empty, or a name part), as kube-apiserver words them.
+pub fn label_value_errors(s: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if s.len() > 63 {
+        errors.push("must be no more than 63 characters".to_string());
+    }
+    if !s.is_empty() && !is_name_part(s) {
+        errors.push(LABEL_VALUE_MSG.to_string());
+    }
+    errors
 }
 
 const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
@@ -276,7 +310,7 @@ fn is_name_part(s: &str) -> bool {
 }
 
 /// Problems with a qualified name (`[prefix/]name`), as kube-apiserver words them.
-fn qualified_name_errors(key: &str) -> Vec<String> {
+pub fn qualified_name_errors(key: &str) -> Vec<String> {
     let mut errs = Vec::new();
     let (prefix, name) = match key.split_once('/') {
         Some((p, n)) => (Some(p), n),

@@ -7,6 +7,7 @@
 //! first line naming what to exercise (a resource, a content type), then the payload.
 
 pub mod bodies;
+pub mod crds;
 pub mod definitions;
 pub mod fixture;
 pub mod lists;

@@ -607,6 +607,109 @@ fn cel_rules_check_custom_objects_and_bad_rules_are_refused() {
     }
 }
 
+const RELEASES: &str = "\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: releases.checks.example.com
+spec:
+  group: checks.example.com
+  scope: Namespaced
+  names: {plural: releases, singular: release, kind: Release}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              properties:
+                host:
+                  type: string
+                  maxLength: 253
+                  x-kubernetes-validations:
+                    - rule: \"!format.dns1123Subdomain().validate(self).hasValue()\"
+                      messageExpression: \"'host: ' + format.dns1123Subdomain().validate(self).value().join(', ')\"
+                version:
+                  type: string
+                  maxLength: 64
+                  x-kubernetes-validations:
+                    - {rule: \"isSemver(self, true)\", message: version must be a semantic version}
+                minVersion: {type: string, maxLength: 64}
+                names:
+                  type: array
+                  maxItems: 500
+                  items: {type: string, maxLength: 8}
+                  x-kubernetes-validations:
+                    - {rule: \"self.all(x, self.exists_one(y, x == y))\", message: names must be unique}
+              x-kubernetes-validations:
+                - rule: \"!has(self.minVersion) || !isSemver(self.version, true) || !semver(self.version, true).isLessThan(semver(self.minVersion, true))\"
+                  message: version must not be below minVersion
+";
+
+#[test]
+fn cel_format_and_semver_rules_check_objects_and_a_rule_too_costly_for_an_object_refuses_it() {
+    let s = TestServer::start();
+    let crd = s.write_file("releases.yaml", RELEASES);
+    install_crd(&s, &crd, "releases.checks.example.com");
+    let release = |spec: &str| {
+        let file = s.write_file(
+            "release.yaml",
+            &format!("apiVersion: checks.example.com/v1\nkind: Release\nmetadata: {{name: r}}\nspec: {spec}\n"),
+        );
+        file.to_str().unwrap().to_string()
+    };
+    for (spec, message) in [
+        (
+            "{host: Bad_Host, version: 1.0.0}",
+            "spec.host: Invalid value: \"string\": host: a lowercase RFC 1123 subdomain must consist of",
+        ),
+        (
+            "{host: example.com, version: banana}",
+            "spec.version: Invalid value: \"string\": version must be a semantic version",
+        ),
+        (
+            "{host: example.com, version: v1.2, minVersion: 1.10.0}",
+            "spec: Invalid value: \"object\": version must not be below minVersion",
+        ),
+    ] {
+        let err = s.kubectl_err(&["apply", "-f", &release(spec)]);
+        assert!(err.contains(message), "{spec}: {err}");
+    }
+    s.kubectl_ok(&[
+        "apply",
+        "-f",
+        &release("{host: example.com, version: v1.10, minVersion: 1.9.0, names: [a, b]}"),
+    ]);
+
+    // The rule is affordable for the schema's bounds (so the CRD was accepted) but not
+    // for a list this long: refused before it runs, with kube-apiserver's words.
+    let names: Vec<String> = (0..500).map(|i| format!("n{i:07}")).collect();
+    let body = serde_json::json!({"apiVersion": "checks.example.com/v1", "kind": "Release",
+        "metadata": {"name": "long"}, "spec": {"host": "example.com", "version": "1.0.0", "names": names}});
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let c = rt.block_on(s.client());
+    let refused = rt.block_on(raw_request(
+        &c,
+        "POST",
+        "/apis/checks.example.com/v1/namespaces/default/releases",
+        Some("application/json"),
+        body.to_string(),
+    ));
+    assert_eq!(refused.status, 422, "{}", refused.text);
+    assert_eq!(refused.json["reason"], "Invalid");
+    assert_eq!(
+        refused.json["details"]["causes"][0]["message"],
+        "Invalid value: \"array\": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: names must be unique",
+        "{}",
+        refused.text
+    );
+    assert_eq!(refused.json["details"]["causes"][0]["field"], "spec.names");
+}
+
 const PLANS: &str = "\
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition

@@ -201,3 +201,94 @@ fn a_conversion_webhook_converts_objects_between_versions() {
         "{err}"
     );
 }
+
+/// Accepts every ConversionReview and never answers it.
+const HANGING_WEBHOOK: &str = r#"
+import ssl, sys, time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from socketserver import ThreadingMixIn
+
+class Hang(BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        time.sleep(3600)
+
+    def log_message(self, *args):
+        pass
+
+class Server(ThreadingMixIn, HTTPServer):
+    daemon_threads = True
+
+server = Server(("127.0.0.1", 0), Hang)
+tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+tls.load_cert_chain(sys.argv[1], sys.argv[2])
+server.socket = tls.wrap_socket(server.socket, server_side=True)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
+/// kube-apiserver gives a conversion webhook 30 s (not configurable); this test waits
+/// that long once, in parallel with the other test of this file.
+#[test]
+fn a_hanging_conversion_webhook_answers_500_at_the_timeout_while_the_server_keeps_serving() {
+    let s = TestServer::start();
+    let webhook = WebhookServer::start(&s, "hang.py", HANGING_WEBHOOK, &[]);
+    let crd = s.write_file(
+        "gauges.yaml",
+        &gauges_crd(&webhook.url("/convert"), &ca_bundle(&s)),
+    );
+    install_crd(&s, &crd, "gauges.conversion.example.com");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let c = rt.block_on(s.client());
+    let v1 = "/apis/conversion.example.com/v1/namespaces/default/gauges";
+    let v2 = "/apis/conversion.example.com/v2/namespaces/default/gauges";
+    // The storage version needs no conversion.
+    let created = rt.block_on(raw_request(
+        &c,
+        "POST",
+        v1,
+        Some("application/json"),
+        r#"{"apiVersion":"conversion.example.com/v1","kind":"Gauge","metadata":{"name":"g"},"spec":{"count":3}}"#,
+    ));
+    assert_eq!(created.status, 201, "{}", created.text);
+
+    let started = std::time::Instant::now();
+    let hanging = rt.spawn({
+        let c = c.clone();
+        async move { raw_request(&c, "GET", &format!("{v2}/g"), None, String::new()).await }
+    });
+    // While the webhook hangs, everything that needs no conversion is served.
+    for path in [
+        "/readyz",
+        &format!("{v1}/g"),
+        "/api/v1/namespaces/default/configmaps",
+    ] {
+        let r = rt.block_on(raw_request(&c, "GET", path, None, String::new()));
+        assert_eq!(r.status, 200, "{path}: {}", r.text);
+    }
+    assert!(!hanging.is_finished(), "the read waits for the webhook");
+
+    let failed = rt.block_on(hanging).unwrap();
+    let waited = started.elapsed();
+    assert_eq!(failed.status, 500, "{}", failed.text);
+    let message = failed.json["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(
+            "Internal error occurred: conversion webhook for conversion.example.com/v1, Kind=Gauge failed: Post"
+        ) && message.contains("context deadline exceeded"),
+        "{message}"
+    );
+    // Bounded by the webhook timeout, not by the webhook.
+    assert!(waited < std::time::Duration::from_secs(45), "{waited:?}");
+    assert_eq!(
+        rt.block_on(raw_request(
+            &c,
+            "GET",
+            &format!("{v1}/g"),
+            None,
+            String::new()
+        ))
+        .status,
+        200
+    );
+}

@@ -1,6 +1,6 @@
 //! The Kubernetes CEL libraries rules commonly use, beyond the standard library and
 //! cel-rust's extensions: regex `find`/`findAll`, list `isSorted`/`sum`/`min`/`max`,
-//! `quantity`, `url`, `ip` and `cidr`.
+//! `quantity`, `url`, `ip` and `cidr` here; `format` and `semver` in their own files.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -13,6 +13,8 @@ type Result<T> = std::result::Result<T, ExecutionError>;
 
 /// Adds the library's functions to a root context.
 pub fn install(ctx: &mut Context) {
+    super::format::install(ctx);
+    super::semver::install(ctx);
     // A name the environment already declares keeps its own meaning.
     let _ = ctx.add_function("find", find);
     let _ = ctx.add_function("findAll", find_all);
@@ -352,7 +354,11 @@ fn sign(This(q): This<Arc<dyn Opaque>>) -> Result<Value> {
     }))
 }
 
+/// Orders two quantities, or two semantic versions (the functions are shared).
 fn compare(function: &str, a: &Arc<dyn Opaque>, b: &Arc<dyn Opaque>) -> Result<std::cmp::Ordering> {
+    if let Some(order) = super::semver::compare(a, b) {
+        return Ok(order);
+    }
     let (a, b) = (quantity_of(function, a)?, quantity_of(function, b)?);
     a.partial_cmp(&b)
         .ok_or_else(|| error(function, "quantities do not compare"))
@@ -441,10 +447,11 @@ fn part(u: &Arc<dyn Opaque>, get: impl Fn(&Url) -> String) -> Result<Value> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn eval(expr: &str) -> Value {
+    /// Evaluates `expr` with the whole library installed; panics on an error.
+    pub(in crate::registry::cel) fn eval(expr: &str) -> Value {
         let program = super::super::env().compile(expr).expect("compiles");
         program
             .execute(super::super::root())

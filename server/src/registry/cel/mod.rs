@@ -3,32 +3,31 @@
 //! node that declares the rule) and, for transition rules, `oldSelf` (the stored value).
 //!
 //! cel-rust has no runtime cost accounting, so a rule's worst-case cost is estimated
-//! when it is compiled, from the schema's bounds (maxItems, maxProperties, maxLength; a
-//! value without one is bounded by the request size limit), and a rule over budget is
-//! refused then, as kube-apiserver refuses it.
+//! (`cost.rs`): when it is compiled, from the schema's bounds, refusing the CRD as
+//! kube-apiserver does; and before each evaluation, from the value at hand, refusing
+//! the object when one rule or all of them together would cost too much.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
-use cel::common::ast::{EntryExpr, Expr};
 use cel::objects::OptionalValue;
-use cel::{Context, Env, IdedExpr, Program};
+use cel::{Context, Env, Program};
 use codegen::model::ValidationRule;
 use serde_json::Value;
 
 use crate::api::StatusCause;
-use crate::registry::schema::{child_schema, join, type_name};
+use crate::registry::schema::{join, type_name};
 
+use cost::{
+    actual_bounds, cardinality, Estimator, PER_CALL_LIMIT, RULE_COST_LIMIT, RUNTIME_BUDGET,
+    TOTAL_COST_LIMIT, UNBOUNDED_AT_COMPILE,
+};
+
+mod cost;
+mod format;
 mod library;
+mod semver;
 pub mod type_check;
-
-/// The most a rule's estimated cost may be (kube-apiserver's per-expression limit).
-pub const RULE_COST_LIMIT: u64 = 10_000_000;
-/// The most all of a kind's rules may cost together, each counted as many times as the
-/// value it checks can occur (kube-apiserver's per-CRD limit).
-pub const TOTAL_COST_LIMIT: u64 = 100_000_000;
-/// What bounds a value the schema does not bound: no request body is larger.
-const MAX_REQUEST_BYTES: u64 = 3 * 1024 * 1024;
 
 /// The compiled rules of one kind's schema, in a tree that mirrors the schema.
 #[derive(Default)]
@@ -39,6 +38,8 @@ pub struct Rules {
 #[derive(Default)]
 struct Node {
     rules: Vec<Compiled>,
+    /// The schema here, kept when there are rules: it shapes their cost estimates.
+    schema: Value,
     properties: BTreeMap<String, Node>,
     items: Option<Box<Node>>,
     additional: Option<Box<Node>>,
@@ -170,11 +171,15 @@ impl Rules {
 
     /// Evaluates the rules against `obj` (and `old`, the stored object, on update).
     pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<StatusCause> {
-        let mut causes = Vec::new();
+        let mut walk = Walk {
+            causes: Vec::new(),
+            remaining: RUNTIME_BUDGET,
+            stopped: false,
+        };
         if !self.is_empty() {
-            validate_node(&self.root, obj, old, "", &mut causes);
+            validate_node(&self.root, obj, old, "", &mut walk);
         }
-        causes
+        walk.causes
     }
 }
 
@@ -204,6 +209,9 @@ fn compile_node(
                 Err(e) => errors.push(e),
             }
         }
+        if !node.rules.is_empty() {
+            node.schema = schema.clone();
+        }
     }
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         for (name, s) in props {
@@ -219,7 +227,7 @@ fn compile_node(
             }
         }
     }
-    let many = |s: &Value| occurrences.saturating_mul(cardinality(Some(s)));
+    let many = |s: &Value| occurrences.saturating_mul(cardinality(Some(s), UNBOUNDED_AT_COMPILE));
     if let Some(items) = schema.get("items") {
         let child = compile_node(items, &format!("{at}.items"), many(schema), total, errors);
         if !child.is_empty() {
@@ -267,7 +275,7 @@ fn compile_rule(
             ));
         }
     }
-    let cost = Estimator::new(schema).cost(program.expression());
+    let cost = Estimator::new(schema, schema, UNBOUNDED_AT_COMPILE).cost(program.expression());
     if cost > RULE_COST_LIMIT {
         return Err(StatusCause::forbidden(
             &format!("{at}.rule"),
@@ -334,31 +342,51 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn validate_node(
-    node: &Node,
-    v: &Value,
-    old: Option<&Value>,
-    path: &str,
-    causes: &mut Vec<StatusCause>,
-) {
-    if v.is_null() {
+/// One object's validation: the causes found and what is left of its cost budget.
+struct Walk {
+    causes: Vec<StatusCause>,
+    remaining: u64,
+    /// A rule cost too much: no further rule runs, as in kube-apiserver.
+    stopped: bool,
+}
+
+impl Walk {
+    /// Takes an evaluation's estimated `cost` from the budget; or stops the walk and
+    /// answers why it may not run: `over_call` past the per-call limit, `over_budget`
+    /// past what is left of the object's budget (upstream's words, given by the caller).
+    fn charge(&mut self, cost: u64, over_call: String, over_budget: &str) -> Result<(), String> {
+        let refused = if cost > PER_CALL_LIMIT {
+            over_call
+        } else if cost > self.remaining {
+            over_budget.to_string()
+        } else {
+            self.remaining -= cost;
+            return Ok(());
+        };
+        self.stopped = true;
+        Err(refused)
+    }
+}
+
+fn validate_node(node: &Node, v: &Value, old: Option<&Value>, path: &str, walk: &mut Walk) {
+    if v.is_null() || walk.stopped {
         return;
     }
     if !node.rules.is_empty() {
-        evaluate(node, v, old, path, causes);
+        evaluate(node, v, old, path, walk);
     }
     match v {
         Value::Object(map) => {
             for (name, child) in &node.properties {
                 if let Some(value) = map.get(name) {
                     let old = old.and_then(|o| o.get(name));
-                    validate_node(child, value, old, &join(path, name), causes);
+                    validate_node(child, value, old, &join(path, name), walk);
                 }
             }
             if let Some(child) = &node.additional {
                 for (key, value) in map {
                     let old = old.and_then(|o| o.get(key));
-                    validate_node(child, value, old, &join(path, key), causes);
+                    validate_node(child, value, old, &join(path, key), walk);
                 }
             }
         }
@@ -373,7 +401,7 @@ fn validate_node(
                             .find(|o| node.map_keys.iter().all(|k| o.get(k) == item.get(k))),
                         _ => None,
                     };
-                    validate_node(child, item, old, &format!("{path}[{i}]"), causes);
+                    validate_node(child, item, old, &format!("{path}[{i}]"), walk);
                 }
             }
         }
@@ -381,19 +409,22 @@ fn validate_node(
     }
 }
 
-/// Runs the node's rules with `self` (and `oldSelf`) bound.
-fn evaluate(
-    node: &Node,
-    v: &Value,
-    old: Option<&Value>,
-    path: &str,
-    causes: &mut Vec<StatusCause>,
-) {
+/// Runs the node's rules with `self` (and `oldSelf`) bound, each after its cost on
+/// these values is estimated and charged.
+fn evaluate(node: &Node, v: &Value, old: Option<&Value>, path: &str, walk: &mut Walk) {
     let (Ok(this), old_this) = (cel::to_value(v), old.map(cel::to_value).transpose()) else {
         return;
     };
     let Ok(old_this) = old_this else {
         return;
+    };
+    let this_bounds = actual_bounds(&node.schema, v);
+    let old_bounds = old.map(|o| actual_bounds(&node.schema, o));
+    // What a rule computes from these values is no larger than they are.
+    let computed = cost::size(v).saturating_add(old.map_or(0, cost::size));
+    let estimate = |p: &Program| {
+        let old = old_bounds.as_ref().unwrap_or(&this_bounds);
+        Estimator::new(&this_bounds, old, computed).cost(p.expression())
     };
     let context = |old_self: Option<cel::Value>| {
         let mut ctx = root().new_inner_scope();
@@ -412,6 +443,10 @@ fn evaluate(
         };
         context(Some(cel::Value::Opaque(Arc::new(wrapped))))
     });
+    let stop = |walk: &mut Walk, message: String| {
+        walk.causes
+            .push(StatusCause::invalid(path, type_name(v), &message));
+    };
     for c in &node.rules {
         let ctx = match (&optional, c.optional_old_self()) {
             (Some(optional), true) => optional,
@@ -422,27 +457,62 @@ fn evaluate(
             Some(fp) => join(path, fp.trim_start_matches('.')),
             None => path.to_string(),
         };
+        let charged = walk.charge(
+            estimate(&c.program),
+            format!(
+                "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                rule_error_string(&c.rule)
+            ),
+            "validation failed due to running out of cost budget, no further validation rules will be run",
+        );
+        if let Err(refused) = charged {
+            return stop(walk, refused);
+        }
         let failed = match c.program.execute(ctx) {
             Ok(cel::Value::Bool(true)) => continue,
-            Ok(cel::Value::Bool(false)) => message(c, ctx),
+            Ok(cel::Value::Bool(false)) => match message(c, ctx, walk, &estimate) {
+                Ok(m) => m,
+                Err(refused) => return stop(walk, refused),
+            },
             Ok(other) => format!("rule did not evaluate to a bool: {other:?}"),
             Err(e) => format!("rule evaluation error: {e}"),
         };
-        causes.push(cause(&c.rule, &field, v, &failed));
+        walk.causes.push(cause(&c.rule, &field, v, &failed));
     }
 }
 
 /// The failure message: `messageExpression` when it yields a string, else `message`,
-/// else the rule itself.
-fn message(c: &Compiled, ctx: &Context) -> String {
-    if let Some(Ok(cel::Value::String(s))) = c.message.as_ref().map(|m| m.execute(ctx)) {
-        if !s.trim().is_empty() {
-            return s.to_string();
+/// else the rule itself; `Err` when the message expression may not run (too costly).
+fn message(
+    c: &Compiled,
+    ctx: &Context,
+    walk: &mut Walk,
+    estimate: &dyn Fn(&Program) -> u64,
+) -> Result<String, String> {
+    if let Some(m) = &c.message {
+        let expr = c.rule.message_expression.as_deref().unwrap_or_default();
+        walk.charge(
+            estimate(m),
+            format!("no further validation rules will be run due to call cost exceeds limit for messageExpression: {expr:?}"),
+            "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run",
+        )?;
+        if let Ok(cel::Value::String(s)) = m.execute(ctx) {
+            if !s.trim().is_empty() {
+                return Ok(s.to_string());
+            }
         }
     }
-    match &c.rule.message {
+    Ok(match &c.rule.message {
         Some(m) if !m.is_empty() => m.clone(),
         _ => format!("failed rule: {}", c.rule.rule),
+    })
+}
+
+/// How kube-apiserver names a rule in errors: its message, else its expression.
+fn rule_error_string(rule: &ValidationRule) -> &str {
+    match rule.message.as_deref().map(str::trim) {
+        Some(m) if !m.is_empty() => m,
+        _ => rule.rule.trim(),
     }
 }
 
@@ -453,131 +523,6 @@ fn cause(rule: &ValidationRule, field: &str, v: &Value, message: &str) -> Status
         Some("FieldValueDuplicate") => StatusCause::duplicate(field, message),
         _ => StatusCause::invalid(field, type_name(v), message),
     }
-}
-
-/// How many elements (or entries) a value of `schema` can hold at most.
-fn cardinality(schema: Option<&Value>) -> u64 {
-    let bound = |k: &str| schema.and_then(|s| s.get(k)).and_then(Value::as_u64);
-    match schema.and_then(|s| s.get("type")).and_then(Value::as_str) {
-        Some("array") => bound("maxItems"),
-        Some("object") => bound("maxProperties"),
-        Some("string") => bound("maxLength"),
-        _ => None,
-    }
-    // The smallest element serializes to at least two bytes (`1,`, `"",`).
-    .unwrap_or(MAX_REQUEST_BYTES / 2)
-}
-
-/// Worst-case cost of an expression: one per node, loops multiplied by how many
-/// elements they can visit, string scans by how long the string can be.
-struct Estimator<'s> {
-    /// Variables in scope and the schema of their values.
-    vars: Vec<(String, Option<&'s Value>)>,
-}
-
-impl<'s> Estimator<'s> {
-    fn new(schema: &'s Value) -> Self {
-        Estimator {
-            vars: vec![
-                ("self".into(), Some(schema)),
-                ("oldSelf".into(), Some(schema)),
-            ],
-        }
-    }
-
-    /// The schema of what `e` evaluates to, when it is a path into `self`.
-    fn schema_of(&self, e: &IdedExpr) -> Option<&'s Value> {
-        match &e.expr {
-            Expr::Ident(name) => self.vars.iter().rev().find(|(n, _)| n == name)?.1,
-            Expr::Select(s) => {
-                let parent = self.schema_of(&s.operand)?;
-                Some(child_schema(parent, &s.field)).filter(|c| !c.is_null())
-            }
-            Expr::Call(c) if c.func_name == "_[_]" => {
-                let parent = self.schema_of(c.args.first()?)?;
-                parent
-                    .get("items")
-                    .or_else(|| parent.get("additionalProperties").filter(|a| a.is_object()))
-            }
-            _ => None,
-        }
-    }
-
-    fn cost(&mut self, e: &IdedExpr) -> u64 {
-        match &e.expr {
-            Expr::Select(s) => 1 + self.cost(&s.operand),
-            Expr::List(l) => l
-                .elements
-                .iter()
-                .fold(1, |n, x| n.saturating_add(self.cost(x))),
-            Expr::Map(m) => m.entries.iter().fold(1, |n, entry| match &entry.expr {
-                EntryExpr::MapEntry(me) => n
-                    .saturating_add(self.cost(&me.key))
-                    .saturating_add(self.cost(&me.value)),
-                EntryExpr::StructField(f) => n.saturating_add(self.cost(&f.value)),
-            }),
-            Expr::Call(c) => {
-                let mut n: u64 = 1;
-                let operands = c.target.as_deref().into_iter().chain(c.args.iter());
-                for x in operands {
-                    n = n.saturating_add(self.cost(x));
-                }
-                if scans(&c.func_name) {
-                    let subject = c.target.as_deref().or(c.args.first());
-                    n = n.saturating_add(cardinality(subject.and_then(|s| self.schema_of(s))));
-                }
-                n
-            }
-            Expr::Comprehension(c) => {
-                let visits = cardinality(self.schema_of(&c.iter_range));
-                let element = self.schema_of(&c.iter_range).and_then(|r| {
-                    r.get("items")
-                        .or_else(|| r.get("additionalProperties").filter(|a| a.is_object()))
-                });
-                let outer = self
-                    .cost(&c.iter_range)
-                    .saturating_add(self.cost(&c.accu_init));
-                self.vars.push((c.iter_var.clone(), element));
-                if let Some(v2) = &c.iter_var2 {
-                    self.vars.push((v2.clone(), element));
-                }
-                let body = self
-                    .cost(&c.loop_cond)
-                    .saturating_add(self.cost(&c.loop_step));
-                self.vars
-                    .truncate(self.vars.len() - 1 - usize::from(c.iter_var2.is_some()));
-                outer
-                    .saturating_add(visits.saturating_mul(body))
-                    .saturating_add(self.cost(&c.result))
-            }
-            _ => 1,
-        }
-    }
-}
-
-/// Functions whose cost grows with the length of the string (or list) they work on.
-fn scans(function: &str) -> bool {
-    matches!(
-        function,
-        "matches"
-            | "contains"
-            | "startsWith"
-            | "endsWith"
-            | "find"
-            | "findAll"
-            | "split"
-            | "replace"
-            | "indexOf"
-            | "lastIndexOf"
-            | "lowerAscii"
-            | "upperAscii"
-            | "trim"
-            | "join"
-            | "@in"
-            | "_+_"
-            | "_==_"
-            | "_!=_"
-    )
 }
 
 #[cfg(test)]
@@ -669,6 +614,48 @@ mod tests {
             .len(),
             1
         );
+    }
+
+    /// Strings of `len` characters, `n` of them, all different.
+    fn names(n: usize, len: usize) -> Value {
+        (0..n).map(|i| format!("{i:0len$}")).collect()
+    }
+
+    #[test]
+    fn a_rule_too_costly_for_the_value_at_hand_is_refused_before_it_runs() {
+        // Affordable for the schema's estimate (500 × 500 short comparisons), so the CRD
+        // is accepted, but over the per-call limit on a full list.
+        let schema = json!({"type": "object", "properties": {"names": {"type": "array", "maxItems": 500,
+            "items": {"type": "string", "maxLength": 8},
+            "x-kubernetes-validations": [
+                {"rule": "self.all(x, self.exists_one(y, x == y))", "message": "names must be unique"},
+                {"rule": "self.size() >= 0", "message": "never reached"}]}}});
+        assert!(messages(schema.clone(), json!({"names": names(20, 8)}), None).is_empty());
+        assert_eq!(
+            messages(schema, json!({"names": names(500, 8)}), None),
+            ["names: Invalid value: \"array\": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: names must be unique"]
+        );
+    }
+
+    #[test]
+    fn rules_stop_when_the_objects_cost_budget_runs_out() {
+        // Each item's rule is under the per-call limit; 40 of them together are over the
+        // budget for one object, so validation stops with upstream's message.
+        let schema = json!({"type": "object", "properties": {"groups": {"type": "array", "maxItems": 40,
+            "items": {"type": "array", "maxItems": 200, "items": {"type": "string", "maxLength": 8},
+                "x-kubernetes-validations": [{"rule": "self.all(x, self.exists(y, x == y))"}]}}}});
+        let group = names(200, 8);
+        let found = messages(
+            schema.clone(),
+            json!({"groups": vec![group.clone(); 40]}),
+            None,
+        );
+        assert_eq!(found.len(), 1, "the rules that ran passed: {found:?}");
+        assert!(
+            found[0].starts_with("groups[") && found[0].ends_with("Invalid value: \"array\": validation failed due to running out of cost budget, no further validation rules will be run"),
+            "{found:?}"
+        );
+        assert!(messages(schema, json!({"groups": vec![group; 5]}), None).is_empty());
     }
 
     #[test]
