@@ -7,7 +7,8 @@
 #
 # Usage: bash tests/loadgen/bench.sh [--quick] [--only a,b] [--skip a,b] [--note TEXT]
 #   --quick      one run per scenario instead of three (medians), fewer watchers on etcd
-#                and HTTP/1.1, a 6-minute soak instead of 30 (~20 min without the soak)
+#                and HTTP/1.1, a 6-minute soak instead of 30 (over 20 min without the
+#                soaks on a loaded machine)
 #   --only/skip  sections (below); e.g. --only soak for the 30-minute soak alone
 #   --note TEXT  added to every header (say whether the machine was shared)
 # Sections: suite-h2 suite-h1 resources-large etcd etcd-raw storage consistent-reads crds

@@ -617,7 +617,7 @@ async fn lister(shared: Arc<Shared>, stop: Instant) {
     let mut i = 0u64;
     while Instant::now() < stop {
         pace.tick().await;
-        let url = if i % 2 == 0 {
+        let url = if i.is_multiple_of(2) {
             path.clone()
         } else {
             format!("{path}?labelSelector={SHARD_LABEL}%3D{}", i % o.shards)
