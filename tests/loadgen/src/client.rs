@@ -25,6 +25,8 @@ pub const JSON: &str = "application/json";
 pub const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 /// The content type of a JSON merge patch.
 pub const MERGE_PATCH: &str = "application/merge-patch+json";
+/// The content type of a strategic merge patch.
+pub const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
 
 /// Which HTTP version and connection layout to use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

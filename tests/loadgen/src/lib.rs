@@ -8,7 +8,9 @@
 //! objects next to ConfigMaps); `authz` what authorization costs (a RoleBinding's user
 //! under RBAC next to AlwaysAllow); `admission` what a validating webhook and a
 //! ValidatingAdmissionPolicy cost writes; `audit` what the audit log costs writes;
-//! `consistent_reads` what consistent GETs cost on etcd, in etcd round trips and CPU.
+//! `consistent_reads` what consistent GETs cost on etcd, in etcd round trips and CPU;
+//! `soak` a long run of mixed traffic and 1,000 watchers, checked for memory growth and
+//! for watchers that miss or repeat an event.
 //!
 //! The `loadgen` binary is the command-line front end; BENCHMARKS.md at the repository
 //! root has the commands and the latest figures. Traffic only ever goes to loopback
@@ -27,5 +29,6 @@ pub mod metrics;
 pub mod raw;
 pub mod scenarios;
 pub mod server;
+pub mod soak;
 pub mod storage;
 pub mod suite;

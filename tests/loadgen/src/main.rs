@@ -4,7 +4,8 @@
 //! CustomResourceDefinitions cost; `loadgen authz` what authorization (RBAC) costs;
 //! `loadgen admission` what a validating webhook and a ValidatingAdmissionPolicy cost;
 //! `loadgen audit` what the audit log costs writes; `loadgen consistent-reads` what
-//! consistent GETs cost on etcd.
+//! consistent GETs cost on etcd; `loadgen soak` a long mixed run checked for memory growth
+//! and for watchers that miss an event.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,6 +20,7 @@ use apiserver_loadgen::crds::{self, CrdOptions, CrdSelection};
 use apiserver_loadgen::metrics::{median_rows, table};
 use apiserver_loadgen::raw::{self, RawOptions};
 use apiserver_loadgen::scenarios::Settings;
+use apiserver_loadgen::soak::{self, SoakOptions};
 use apiserver_loadgen::storage::{self, Backend, StorageOptions};
 use apiserver_loadgen::suite::{self, Selection, SuiteOptions};
 use clap::{Args, Parser, Subcommand};
@@ -66,6 +68,76 @@ enum Command {
     /// served by the watch cache after a revision request each, and after coalesced
     /// revision requests.
     ConsistentReads(ConsistentReadArgs),
+    /// A soak run: minutes of mixed creates, updates, merge and strategic patches,
+    /// deletes and lists with 1,000 watchers open, sampled every minute (RSS, open fds,
+    /// CPU, p50/p99 per verb, watch events); fails if RSS or fds keep growing or a watcher
+    /// misses or repeats an event. Not part of the test command.
+    Soak(SoakArgs),
+}
+
+#[derive(Args)]
+struct SoakArgs {
+    /// The apiserver binary, started once on a fresh temporary data directory.
+    #[arg(long, value_name = "PATH")]
+    server_bin: PathBuf,
+    /// An extra flag for the started server (repeat for more).
+    #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
+    server_args: Vec<String>,
+    /// Run the server on an etcd started from this binary (default: the embedded store).
+    #[arg(long, value_name = "PATH")]
+    etcd_bin: Option<PathBuf>,
+    /// Directory for temporary data (default: the system temp directory).
+    #[arg(long, value_name = "DIR")]
+    data_root: Option<PathBuf>,
+    /// Use a pool of HTTP/1.1 connections instead of one HTTP/2 connection.
+    #[arg(long)]
+    http1: bool,
+    /// Minutes the writers run.
+    #[arg(long, default_value_t = 30.0)]
+    duration: f64,
+    /// Seconds between samples.
+    #[arg(long, default_value_t = 60.0)]
+    interval: f64,
+    /// Watches held for the whole run.
+    #[arg(long, default_value_t = 1000)]
+    watchers: usize,
+    /// Watches per HTTP/2 connection (0 = all on one connection).
+    #[arg(long, default_value_t = 100)]
+    watchers_per_connection: usize,
+    /// Label shards; each watcher selects one (one in 20 the whole namespace).
+    #[arg(long, default_value_t = 16)]
+    shards: u64,
+    /// Live objects the writers keep, about.
+    #[arg(long, default_value_t = 2000)]
+    objects: u64,
+    /// Writer tasks (each owns its objects, so none conflict).
+    #[arg(long, default_value_t = 8)]
+    writers: usize,
+    /// Writes per second, in all.
+    #[arg(long, default_value_t = 200.0)]
+    write_rate: f64,
+    /// LIST requests per second.
+    #[arg(long, default_value_t = 2.0)]
+    list_rate: f64,
+    /// Approximate size of each ConfigMap's JSON, bytes.
+    #[arg(long, default_value_t = 1024)]
+    object_size: usize,
+    /// RSS (and fd) growth allowed from the middle third of the samples to the last,
+    /// percent.
+    #[arg(long, default_value_t = 10.0)]
+    rss_growth: f64,
+    /// Seconds the watchers may take to reach the final markers after the writers stop.
+    #[arg(long, default_value_t = 120.0)]
+    watch_grace: f64,
+    /// Timeout of one request, seconds.
+    #[arg(long, default_value_t = 60.0)]
+    timeout: f64,
+    /// Worker threads of the load generator's runtime (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Also write the markdown report to this file.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -473,6 +545,7 @@ fn main() -> ExitCode {
         Some(Command::Admission(args)) => run_admission(args),
         Some(Command::Audit(args)) => run_audit(args),
         Some(Command::ConsistentReads(args)) => run_consistent_reads(args),
+        Some(Command::Soak(args)) => run_soak(args),
         None => run_suite(cli.suite),
     };
     match result {
@@ -777,6 +850,40 @@ fn run_consistent_reads(a: ConsistentReadArgs) -> anyhow::Result<ExitCode> {
     }
     let report = rt.build()?.block_on(consistent_reads::run(&opts))?;
     finish(&report.markdown(), report.error_count(), a.output)
+}
+
+fn run_soak(a: SoakArgs) -> anyhow::Result<ExitCode> {
+    let opts = SoakOptions {
+        server_bin: a.server_bin,
+        server_args: a.server_args,
+        etcd_bin: a.etcd_bin,
+        data_root: a.data_root,
+        protocol: if a.http1 {
+            Protocol::Http1
+        } else {
+            Protocol::Http2
+        },
+        request_timeout: Duration::from_secs_f64(a.timeout),
+        duration: Duration::from_secs_f64(a.duration * 60.0),
+        interval: Duration::from_secs_f64(a.interval),
+        watchers: a.watchers,
+        watchers_per_connection: a.watchers_per_connection,
+        shards: a.shards,
+        objects: a.objects,
+        writers: a.writers,
+        write_rate: a.write_rate,
+        list_rate: a.list_rate,
+        object_size: a.object_size,
+        rss_growth: a.rss_growth / 100.0,
+        watch_grace: Duration::from_secs_f64(a.watch_grace),
+    };
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.enable_all();
+    if let Some(t) = a.threads {
+        rt.worker_threads(t.max(1));
+    }
+    let report = rt.build()?.block_on(soak::run(&opts))?;
+    finish(&report.markdown(), report.failures(), a.output)
 }
 
 /// Prints the report (and writes it to `output`); fails the process when any operation

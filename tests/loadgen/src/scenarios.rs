@@ -146,7 +146,7 @@ impl Objects {
 }
 
 /// How a request ended, with a description when it failed.
-fn judge(r: &Result<Response>) -> (Outcome, Option<String>) {
+pub(crate) fn judge(r: &Result<Response>) -> (Outcome, Option<String>) {
     match r {
         Ok(resp) if (200..300).contains(&resp.status) => (Outcome::Status(resp.status), None),
         Ok(resp) => (
@@ -632,15 +632,27 @@ pub async fn open_watches(
         "{}?watch=true&resourceVersion={rv}&timeoutSeconds=600",
         collection(ns)
     );
+    open_watch_urls(client, vec![url; n], per_connection).await
+}
+
+/// Opens one watch per URL of `urls`, `per_connection` to a connection (0: all on
+/// `client`'s), at most 64 opening at once; returns them in the order of `urls` once every
+/// one has its response headers.
+pub async fn open_watch_urls(
+    client: &Client,
+    urls: Vec<String>,
+    per_connection: usize,
+) -> Result<Vec<Streaming>> {
+    let n = urls.len();
     let clients: Vec<Client> = match per_connection {
         0 => vec![client.clone()],
         k => (0..n.div_ceil(k)).map(|_| client.separate()).collect(),
     };
     let gate = Arc::new(tokio::sync::Semaphore::new(64));
     let mut set = JoinSet::new();
-    for i in 0..n {
+    for (i, url) in urls.into_iter().enumerate() {
         let c = clients[i.checked_div(per_connection).unwrap_or(0)].clone();
-        let (url, gate) = (url.clone(), gate.clone());
+        let gate = gate.clone();
         set.spawn(async move {
             let _permit = gate.acquire_owned().await;
             (i, c.stream(&url).await)

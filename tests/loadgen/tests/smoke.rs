@@ -278,3 +278,41 @@ async fn audit_mode_runs_both_configurations() {
     assert_eq!(report.events_logged.len(), 1, "{md}");
     assert!(report.events_logged[0] >= 2 * 20, "{md}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn soak_mode_samples_and_checks_every_watcher_against_the_writes() {
+    use apiserver_loadgen::soak::{self, SoakOptions};
+    let opts = SoakOptions {
+        server_bin: apiserver_tests::server_binary().to_path_buf(),
+        duration: Duration::from_secs(3),
+        interval: Duration::from_millis(500),
+        watchers: 6,
+        watchers_per_connection: 2,
+        shards: 3,
+        objects: 20,
+        writers: 2,
+        write_rate: 100.0,
+        list_rate: 4.0,
+        watch_grace: Duration::from_secs(30),
+        ..SoakOptions::default()
+    };
+    let report = soak::run(&opts).await.expect("the soak");
+    let md = report.markdown();
+    println!("{md}");
+    // Every write succeeded and every watcher read exactly its selection's writes; RSS on
+    // a 3-second debug run is not judged here (it is warm-up all along).
+    assert_eq!(report.errors, 0, "{md}");
+    assert_eq!(report.watch.watchers, 6, "{md}");
+    assert_eq!(report.watch.exact, 6, "{md}");
+    assert_eq!(report.watch.delivered, report.watch.expected, "{md}");
+    assert!(report.watch.expected > 0, "{md}");
+    assert_eq!(report.samples.len(), 6, "{md}");
+    let verbs: Vec<&str> = report
+        .samples
+        .iter()
+        .flat_map(|s| s.verbs.iter().filter(|(_, r)| r.ops > 0).map(|(v, _)| *v))
+        .collect();
+    for verb in soak::VERBS {
+        assert!(verbs.contains(&verb), "no {verb} in any sample:\n{md}");
+    }
+}
