@@ -552,8 +552,11 @@ fn core_kept(path: &str) -> bool {
         || path.starts_with("/api/v1/namespaces/{name}")
 }
 
+/// Which of a document's paths schemathesis runs against.
+type KeepPath = fn(&str) -> bool;
+
 /// The served OpenAPI v3 documents schemathesis is driven by, each with the paths kept.
-const SCHEMATHESIS_DOCUMENTS: &[(&str, fn(&str) -> bool)] = &[
+const SCHEMATHESIS_DOCUMENTS: &[(&str, KeepPath)] = &[
     ("api/v1", core_kept),
     ("apis/apps/v1", |_| true),
     ("apis/example.dev/v1", |_| true),
@@ -561,7 +564,7 @@ const SCHEMATHESIS_DOCUMENTS: &[(&str, fn(&str) -> bool)] = &[
 
 /// One document's paths that can be answered at once: no `/watch/` paths and no `watch`
 /// query parameter (a watch streams until its timeout, which would stall the run).
-fn without_watches(mut doc: Value, keep: fn(&str) -> bool) -> Value {
+fn without_watches(mut doc: Value, keep: KeepPath) -> Value {
     let paths = doc["paths"]
         .as_object_mut()
         .expect("the document has paths");
