@@ -26,12 +26,12 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::log::{Mode, WriteError};
-use crate::auth::parent::Parent;
+use crate::auth::parent::{backoff, Parent};
 
 /// How long one POST may take (upstream's webhook client timeout).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Tries of one send (upstream's backoff steps).
-const TRIES: u32 = 5;
+const TRIES: usize = 5;
 
 /// The batching flags (`--audit-webhook-batch-*`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -154,10 +154,8 @@ impl Client {
     /// Sends `lines` as one EventList, retrying; a failure has been logged and counted.
     async fn send(&self, lines: Vec<Bytes>) -> Result<(), WriteError> {
         let body = event_list(&lines);
-        let mut wait = self.initial_backoff;
-        let mut tries = 0;
+        let mut waits = backoff(self.initial_backoff, TRIES - 1);
         loop {
-            tries += 1;
             let error = match self
                 .server
                 .post_expecting_success("", body.clone(), REQUEST_TIMEOUT)
@@ -166,14 +164,13 @@ impl Client {
                 Ok(()) => return Ok(()),
                 Err(e) => e,
             };
-            if tries == TRIES {
+            let Some(wait) = waits.next() else {
                 let e = WriteError::Webhook(error.to_string());
                 self.count_lost(lines.len(), &e);
                 return Err(e);
-            }
+            };
             tracing::debug!(error = %error, "audit webhook: retrying");
-            tokio::time::sleep(jittered(wait)).await;
-            wait = wait.mul_f64(1.5);
+            tokio::time::sleep(wait).await;
         }
     }
 
@@ -181,11 +178,6 @@ impl Client {
         let lost = self.lost.fetch_add(events as u64, Ordering::Relaxed) + events as u64;
         tracing::error!(error = %e, lost_so_far = lost, "audit events not sent to the webhook");
     }
-}
-
-/// `wait` plus up to 20 % (upstream's jitter).
-fn jittered(wait: Duration) -> Duration {
-    wait.mul_f64(1.0 + 0.2 * rand::random::<f64>())
 }
 
 /// The `EventList` of these event lines (each one JSON object and a newline).

@@ -51,12 +51,18 @@ impl ParentError {
     }
 }
 
-/// The waits before the second to fifth tries: 0.5 s growing ×1.5, each up to 20%
-/// longer at random (so servers that failed together do not retry together).
-fn retry_delays() -> impl Iterator<Item = Duration> {
-    std::iter::successors(Some(Duration::from_millis(500)), |d| Some(d.mul_f64(1.5)))
-        .take(4)
+/// Upstream's webhook backoff: `waits` waits between tries, from `initial` growing ×1.5,
+/// each up to 20% longer at random (so servers that failed together do not retry
+/// together). Calls to the parent and the audit webhook both retry this way.
+pub fn backoff(initial: Duration, waits: usize) -> impl Iterator<Item = Duration> {
+    std::iter::successors(Some(initial), |d| Some(d.mul_f64(1.5)))
+        .take(waits)
         .map(|d| d.mul_f64(1.0 + 0.2 * rand::random::<f64>()))
+}
+
+/// The waits before the second to fifth tries of a call to the parent: from 0.5 s.
+fn retry_delays() -> impl Iterator<Item = Duration> {
+    backoff(Duration::from_millis(500), 4)
 }
 
 /// A connection to the parent API server.

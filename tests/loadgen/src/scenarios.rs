@@ -670,25 +670,30 @@ pub async fn open_watch_urls(
     Ok(streams.into_iter().flatten().collect())
 }
 
+/// One line of a JSON watch stream, as far as the load generator reads it.
 #[derive(Deserialize)]
-struct WatchLine {
+pub(crate) struct WatchLine {
     #[serde(rename = "type")]
-    kind: String,
-    object: WatchObject,
+    pub kind: String,
+    pub object: WatchObject,
 }
 
+/// A watch event's object: its metadata, or an ERROR event's Status message.
 #[derive(Deserialize)]
-struct WatchObject {
+pub(crate) struct WatchObject {
     #[serde(default)]
-    metadata: WatchMeta,
+    pub metadata: WatchMeta,
     #[serde(default)]
-    message: Option<String>,
+    pub message: Option<String>,
 }
 
+/// The metadata fields the load generator checks (empty when absent).
 #[derive(Default, Deserialize)]
-struct WatchMeta {
+pub(crate) struct WatchMeta {
     #[serde(default)]
-    name: Option<String>,
+    pub name: String,
+    #[serde(default, rename = "resourceVersion")]
+    pub resource_version: String,
 }
 
 /// What one watcher saw: when each expected event arrived, and what went wrong.
@@ -743,8 +748,7 @@ async fn read_watch(mut stream: Streaming, events: u64, deadline: tokio::time::I
                         .object
                         .metadata
                         .name
-                        .as_deref()
-                        .and_then(|n| n.strip_prefix("ev-"))
+                        .strip_prefix("ev-")
                         .and_then(|n| n.parse::<usize>().ok());
                     if let Some(slot) = idx.and_then(|i| seen.receipts.get_mut(i)) {
                         if slot.is_none() {

@@ -39,7 +39,7 @@ use crate::authz::load_average;
 use crate::client::{Client, Protocol, Streaming, JSON, MERGE_PATCH, STRATEGIC_MERGE_PATCH};
 use crate::consistent_reads::cpu_time;
 use crate::metrics::{num, Outcome, Recorder, Row};
-use crate::scenarios::{self, collection, judge, padded, Rng};
+use crate::scenarios::{self, collection, judge, padded, Rng, WatchLine};
 use crate::server::{rss_of, ServerProcess};
 
 /// The namespace the soak writes in.
@@ -636,29 +636,6 @@ async fn lister(shared: Arc<Shared>, stop: Instant) {
 enum Selection {
     All,
     Shard(u64),
-}
-
-#[derive(Deserialize)]
-struct WatchLine {
-    #[serde(rename = "type")]
-    kind: String,
-    object: WatchObject,
-}
-
-#[derive(Deserialize)]
-struct WatchObject {
-    #[serde(default)]
-    metadata: WatchMeta,
-    #[serde(default)]
-    message: Option<String>,
-}
-
-#[derive(Default, Deserialize)]
-struct WatchMeta {
-    #[serde(default)]
-    name: String,
-    #[serde(default, rename = "resourceVersion")]
-    resource_version: String,
 }
 
 /// What one watcher read.
