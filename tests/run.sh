@@ -6,6 +6,9 @@ set -euo pipefail
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 cd "$(dirname "$0")/.."
 
+# Each step's header carries the time since the start, so a CI log shows where time goes.
+phase() { echo "==> [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
+
 # apt-get as root, or through sudo.
 apt_install() {
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
@@ -16,7 +19,7 @@ apt_install() {
 # cargo fmt and cargo clippy are rustup components a minimal toolchain may lack.
 need_rust_components() {
   if cargo fmt --version >/dev/null 2>&1 && cargo clippy --version >/dev/null 2>&1; then return; fi
-  echo "==> rustfmt or clippy not found; adding the rustup components"
+  phase "rustfmt or clippy not found; adding the rustup components"
   rustup component add rustfmt clippy
 }
 
@@ -27,16 +30,16 @@ need_rust_components() {
 TEST_VENV="$PWD/target/test-venv"
 need_test_venv() {
   if [ ! -x "$TEST_VENV/bin/python" ]; then
-    echo "==> creating the tests' Python environment in $TEST_VENV"
+    phase "creating the tests' Python environment in $TEST_VENV"
     if ! python3 -m venv "$TEST_VENV" >/dev/null 2>&1; then
-      echo "==> python3 -m venv failed; installing python3-venv (apt-get)"
+      phase "python3 -m venv failed; installing python3-venv (apt-get)"
       rm -rf "$TEST_VENV"
       apt_install python3-venv
       python3 -m venv "$TEST_VENV"
     fi
   fi
   if ! cmp -s tests/requirements.txt "$TEST_VENV/requirements.installed"; then
-    echo "==> installing tests/requirements.txt into $TEST_VENV"
+    phase "installing tests/requirements.txt into $TEST_VENV"
     "$TEST_VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
     cp tests/requirements.txt "$TEST_VENV/requirements.installed"
   fi
@@ -47,14 +50,14 @@ need_test_venv() {
 # tests/tests/blackbox/discovery.rs renders /docs in headless Chromium.
 need_chromium() {
   if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then return; fi
-  echo "==> chromium not found; installing it (apt-get)"
+  phase "chromium not found; installing it (apt-get)"
   apt_install chromium
 }
 
 # The etcd storage backend: its build needs protoc, its conformance tests a real etcd.
 need_etcd_and_protoc() {
   if command -v etcd >/dev/null 2>&1 && command -v protoc >/dev/null 2>&1; then return; fi
-  echo "==> etcd or protoc not found; installing etcd-server and protobuf-compiler (apt-get)"
+  phase "etcd or protoc not found; installing etcd-server and protobuf-compiler (apt-get)"
   apt_install etcd-server protobuf-compiler
   command -v etcd >/dev/null 2>&1 || { echo "etcd is still not on PATH" >&2; exit 1; }
   command -v protoc >/dev/null 2>&1 || { echo "protoc is still not on PATH" >&2; exit 1; }
@@ -63,46 +66,59 @@ need_etcd_and_protoc() {
 # tests/fuzz/run.sh builds the fuzz targets with it (libFuzzer; FUZZING.md).
 need_cargo_fuzz() {
   if cargo fuzz --version >/dev/null 2>&1; then return; fi
-  echo "==> cargo-fuzz not found; installing it from crates.io"
+  phase "cargo-fuzz not found; installing it from crates.io"
   cargo install --quiet --locked cargo-fuzz
 }
 
 need_rust_components
 need_test_venv
-echo "==> kubectl: $("$APISERVER_TEST_KUBECTL" version --client 2>/dev/null | head -n1)"
+phase "kubectl: $("$APISERVER_TEST_KUBECTL" version --client 2>/dev/null | head -n1)"
 need_etcd_and_protoc
-echo "==> etcd: $(etcd --version 2>/dev/null | head -n1); $(protoc --version)"
+phase "etcd: $(etcd --version 2>/dev/null | head -n1); $(protoc --version)"
 need_chromium
-need_cargo_fuzz
 
-echo "==> cargo fmt --check"
+# The fuzz targets build into a target directory of their own with instrumentation flags, so
+# they share no artifacts with the builds below. Build them (installing cargo-fuzz first when
+# missing) in the background at the lowest CPU priority: they then use the cores the
+# black-box tests leave idle instead of adding ~5 minutes at the end. Their own session, so
+# an early exit can stop the whole build.
+fuzz_build_log=target/fuzz-build.log
+mkdir -p target
+export -f need_cargo_fuzz phase
+setsid -w nice -n 19 bash -c 'set -e; need_cargo_fuzz; bash tests/fuzz/run.sh --build-only' \
+  >"$fuzz_build_log" 2>&1 &
+fuzz_build_pid=$!
+trap 'kill -- -"$fuzz_build_pid" 2>/dev/null || true' EXIT
+phase "building the fuzz targets in the background (log: $fuzz_build_log)"
+
+phase "cargo fmt --check"
 cargo fmt --all -- --check
 
-echo "==> cargo run -p codegen -- --check"
+phase "cargo run -p codegen -- --check"
 cargo run -q -p codegen -- --check
 
 # The workspace's test and clippy builds have apiserver's `etcd` feature on (the tests
 # package's dev-dependency asks for it; see ARCHITECTURE.md, Decisions), so this also
 # checks the etcd backend.
-echo "==> cargo clippy --workspace --all-targets -- -D warnings (apiserver with etcd)"
+phase "cargo clippy --workspace --all-targets -- -D warnings (apiserver with etcd)"
 cargo clippy -q --workspace --all-targets -- -D warnings
 
 # The default build (what `cargo run -p apiserver` runs) needs no protoc: check it too.
-echo "==> cargo clippy -p apiserver --all-targets -- -D warnings (default features)"
+phase "cargo clippy -p apiserver --all-targets -- -D warnings (default features)"
 cargo clippy -q -p apiserver --all-targets -- -D warnings
 
-echo "==> cargo build -p apiserver --bin apiserver --features etcd,client (the binary the black-box tests start)"
+phase "cargo build -p apiserver --bin apiserver --features etcd,client (the binary the black-box tests start)"
 cargo build -q -p apiserver --bin apiserver --features etcd,client
 
 # Includes the storage conformance suite against a real etcd (apiserver's unit tests are
 # built with `etcd` here) and tests/tests/blackbox/etcd.rs (the server through an etcd outage).
-echo "==> cargo test --workspace"
+phase "cargo test --workspace"
 cargo test --workspace 2>&1 | tee target/test-workspace.log
 
 # The storage conformance suite's etcd half runs only when apiserver's unit tests are built
 # with `etcd`: count that it ran rather than trust the feature resolution.
 etcd_unit_tests=$(grep -cE '^test storage::conformance::etcd::[a-z_:]+ \.\.\. ok$' target/test-workspace.log || true)
-echo "==> storage conformance tests on etcd that passed: $etcd_unit_tests"
+phase "storage conformance tests on etcd that passed: $etcd_unit_tests"
 if [ "$etcd_unit_tests" -lt 18 ]; then
   echo "expected at least 18 storage conformance tests on etcd to run and pass" >&2
   exit 1
@@ -115,7 +131,7 @@ fi
 # The blackbox test binary `cargo test --workspace` just built runs again, filtered to
 # those modules: a `cargo test -p` here would resolve features differently and rebuild
 # ~50 crates.
-echo "==> black-box suites on etcd (APISERVER_TEST_STORAGE=etcd)"
+phase "black-box suites on etcd (APISERVER_TEST_STORAGE=etcd)"
 # Every tests/tests/blackbox/semantics_*.rs (the API machinery by area), so a new one runs
 # here too.
 semantics_suites=(tests/tests/blackbox/semantics_*.rs)
@@ -150,5 +166,12 @@ done
 (cd tests && APISERVER_TEST_STORAGE=etcd "$blackbox" "${etcd_filters[@]}")
 
 # Every fuzz target from its committed corpus, a few seconds each; a crash fails the run.
-echo "==> fuzz targets (tests/fuzz, FUZZING.md)"
+phase "waiting for the fuzz targets' background build"
+if ! wait "$fuzz_build_pid"; then
+  tail -n 80 "$fuzz_build_log" >&2
+  echo "building the fuzz targets failed (log: $fuzz_build_log)" >&2
+  exit 1
+fi
+phase "fuzz targets (tests/fuzz, FUZZING.md)"
 bash tests/fuzz/run.sh 5
+phase "all checks passed"
