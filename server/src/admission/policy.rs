@@ -28,7 +28,7 @@ use crate::api::selectors::LabelSelector;
 use crate::api::status::StatusReason;
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::{ApiResource, Catalog};
-use crate::registry::cel::{to_cel, Expression};
+use crate::registry::cel::{elements, to_cel, Expression, Shapes, PER_CALL_LIMIT, RUNTIME_BUDGET};
 use crate::registry::codec::convert_to;
 use crate::registry::Store;
 
@@ -96,6 +96,9 @@ struct Policy {
     variables: Vec<(String, Compiled)>,
     validations: Vec<Validation>,
     audit_annotations: Vec<(String, Compiled)>,
+    /// Whether some values could make an evaluation exceed a cost limit, so each one is
+    /// costed on the request's values first (most policies cannot, and skip that work).
+    costed: bool,
 }
 
 impl Policy {
@@ -156,7 +159,7 @@ impl Policy {
                 .into_iter()
                 .filter_map(|k| item[k].as_str())
         });
-        Policy {
+        let mut policy = Policy {
             uses: Uses::of(texts),
             name: p["metadata"]["name"]
                 .as_str()
@@ -180,8 +183,50 @@ impl Policy {
             variables: named("variables", "name", "expression"),
             validations,
             audit_annotations: named("auditAnnotations", "key", "valueExpression"),
-        }
+            costed: false,
+        };
+        let worst: Vec<u64> = policy
+            .expressions()
+            .map(Expression::worst_case_cost)
+            .collect();
+        policy.costed = !within_limits(worst.into_iter());
+        policy
     }
+
+    /// Whether every evaluation on values of at most `elements` elements stays within the
+    /// limits (the quick bound; the shapes of the values are the precise one).
+    fn within_limits_on(&self, elements: u64) -> bool {
+        within_limits(self.expressions().map(|e| e.cost_within(elements)))
+    }
+
+    /// Every expression of the policy that compiled.
+    fn expressions(&self) -> impl Iterator<Item = &Expression> {
+        fn compiled(l: &[(String, Compiled)]) -> impl Iterator<Item = &Compiled> {
+            l.iter().map(|(_, c)| c)
+        }
+        compiled(&self.match_conditions)
+            .chain(compiled(&self.variables))
+            .chain(
+                self.validations.iter().flat_map(|v| {
+                    std::iter::once(&v.expression).chain(v.message_expression.as_ref())
+                }),
+            )
+            .chain(compiled(&self.audit_annotations))
+            .filter_map(|c| c.as_ref().ok())
+    }
+}
+
+/// Whether calls of these costs are each within the per-call limit and all together
+/// within the budget.
+fn within_limits(costs: impl Iterator<Item = u64>) -> bool {
+    let mut total = 0u64;
+    for c in costs {
+        if c > PER_CALL_LIMIT {
+            return false;
+        }
+        total = total.saturating_add(c);
+    }
+    total <= RUNTIME_BUDGET
 }
 
 /// How a binding finds its parameters.
@@ -668,26 +713,79 @@ async fn evaluate(
         true => review::request("", a, None)["request"].take(),
         false => Value::Null,
     };
-    let bound = |used: bool, v: Option<&Value>| match (used, v) {
-        (true, Some(v)) => to_cel(v),
-        _ => Ok(cel::Value::Null),
-    };
-    let base = [
-        ("object", bound(uses.object, object)?),
-        ("oldObject", bound(uses.old_object, a.old_object)?),
-        ("request", bound(uses.request, Some(&request))?),
+    // The JSON each name binds: null for what no expression names.
+    let json = [
+        ("object", used(uses.object, object)),
+        ("oldObject", used(uses.old_object, a.old_object)),
+        ("request", used(uses.request, Some(&request))),
         (
             "namespaceObject",
-            bound(uses.namespace_object, Some(&namespace_object))?,
+            used(uses.namespace_object, Some(&namespace_object)),
         ),
     ];
+    let base = json
+        .iter()
+        .map(|(name, v)| Ok((*name, to_cel(v)?)))
+        .collect::<Result<Vec<_>, String>>()?;
     let mut failures = Vec::new();
     for param in &params {
-        let mut vars: Vec<(&str, cel::Value)> = base.to_vec();
+        let mut vars: Vec<(&str, cel::Value)> = base.clone();
         vars.push(("params", to_cel(param)?));
-        failures.extend(evaluate_with(policy, a, vars)?);
+        let mut bindings = json.to_vec();
+        bindings.push(("params", param));
+        // Costed on the shapes of the values (`variables` are computed from them) only
+        // when the quick bound from their sizes does not settle it.
+        let costed =
+            policy.costed && !policy.within_limits_on(elements(bindings.iter().map(|(_, v)| *v)));
+        let shapes = costed.then(|| Shapes::of(&bindings));
+        let mut runner = Runner {
+            shapes: shapes.as_ref(),
+            remaining: RUNTIME_BUDGET,
+        };
+        failures.extend(evaluate_with(policy, a, vars, &mut runner)?);
     }
     Ok(failures)
+}
+
+/// `v` when an expression names it, else null.
+fn used(used: bool, v: Option<&Value>) -> &Value {
+    match (used, v) {
+        (true, Some(v)) => v,
+        _ => &Value::Null,
+    }
+}
+
+/// Runs a policy's expressions within upstream's cost limits: each call's cost, on the
+/// request's values, at most [`PER_CALL_LIMIT`]; all of one evaluation's together at
+/// most [`RUNTIME_BUDGET`]. cel-rust cannot stop an evaluation, so the cost is
+/// estimated before each one runs (only for policies where values could matter).
+struct Runner<'s> {
+    shapes: Option<&'s Shapes>,
+    remaining: u64,
+}
+
+impl Runner<'_> {
+    fn run(
+        &mut self,
+        e: &Compiled,
+        vars: &[(&str, cel::Value)],
+        what: &str,
+    ) -> Result<cel::Value, String> {
+        let e = e.as_ref().map_err(|why| format!("{what}: {why}"))?;
+        if let Some(shapes) = self.shapes {
+            let cost = e.cost_on(shapes);
+            if cost > PER_CALL_LIMIT {
+                return Err(format!(
+                    "{what} resulted in error: operation cancelled: actual cost limit exceeded"
+                ));
+            }
+            self.remaining = self.remaining.checked_sub(cost).ok_or_else(|| {
+                "validation failed due to running out of cost budget, no further validation rules will be run".to_string()
+            })?;
+        }
+        e.evaluate_values(vars)
+            .map_err(|why| format!("{what} resulted in error: {why}"))
+    }
 }
 
 /// One evaluation of a policy with `params` bound.
@@ -695,13 +793,9 @@ fn evaluate_with(
     policy: &Policy,
     a: &Attributes<'_>,
     mut vars: Vec<(&str, cel::Value)>,
+    runner: &mut Runner<'_>,
 ) -> Result<Vec<Failure>, String> {
-    let run =
-        |e: &Compiled, vars: &[(&str, cel::Value)], what: &str| -> Result<cel::Value, String> {
-            let e = e.as_ref().map_err(|why| format!("{what}: {why}"))?;
-            e.evaluate_values(vars)
-                .map_err(|why| format!("{what} resulted in error: {why}"))
-        };
+    let mut run = |e: &Compiled, vars: &[(&str, cel::Value)], what: &str| runner.run(e, vars, what);
     for (name, condition) in &policy.match_conditions {
         match run(condition, &vars, &format!("match condition '{name}'"))? {
             cel::Value::Bool(true) => {}
@@ -787,5 +881,30 @@ mod tests {
             .into_iter(),
         );
         assert!(uses.request && uses.namespace_object && !uses.object && !uses.old_object);
+    }
+
+    fn policy(validations: &[&str]) -> Policy {
+        let validations: Vec<Value> = validations
+            .iter()
+            .map(|e| json!({ "expression": e }))
+            .collect();
+        Policy::from_json(&json!({
+            "metadata": { "name": "p" },
+            "spec": { "validations": validations },
+        }))
+    }
+
+    #[test]
+    fn only_policies_some_values_could_make_too_costly_are_costed_per_request() {
+        // Bounded whatever the object: nothing to do per request.
+        assert!(!policy(&["object.metadata.name.size() <= 63"]).costed);
+        // A scan (a key looked up in a list, as far as the estimate knows) grows with the
+        // object, but the quick bound settles it for a ~1 KiB one.
+        let linear = policy(&["!has(object.data) || !('x' in object.data)"]);
+        assert!(linear.costed && linear.within_limits_on(2_000));
+        // A scan in a scan: the quick bound does not settle a 10 KiB object, so its
+        // shapes are worked out.
+        let quadratic = policy(&["object.data.all(a, object.data.all(b, a != b || a == b))"]);
+        assert!(quadratic.costed && !quadratic.within_limits_on(10_000));
     }
 }

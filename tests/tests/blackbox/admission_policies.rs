@@ -1,7 +1,8 @@
 //! ValidatingAdmissionPolicy: CEL validations bound to requests by
 //! ValidatingAdmissionPolicyBindings, tried with kubectl: Deny refuses with the
 //! policy's message, Warn warns, parameters come from another object, variables and
-//! match conditions work, and a policy whose expression does not compile is refused.
+//! match conditions work, a policy whose expression does not compile is refused, and an
+//! expression too costly for the object it sees fails by the policy's failurePolicy.
 
 use std::time::{Duration, Instant};
 
@@ -402,4 +403,57 @@ spec:
         "apiVersion: example.com/v2\nkind: Gizmo\nmetadata: {name: g}\nspec: {}\n",
     );
     s.kubectl_ok(&["create", "-f", fine.to_str().unwrap()]);
+}
+
+/// A ConfigMap manifest named `name` with `keys` data entries.
+fn configmap_with_keys(name: &str, keys: usize) -> String {
+    let data: String = (0..keys).map(|i| format!("  k{i}: v\n")).collect();
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n{data}")
+}
+
+#[test]
+fn an_expression_too_costly_for_the_object_it_sees_fails_by_the_failure_policy() {
+    let s = TestServer::start();
+    // Quadratic in the number of keys: cheap on a few, over upstream's per-call limit
+    // (1,000,000) on a thousand.
+    apply(
+        &s,
+        "pairs-policy.yaml",
+        "\
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: pairs
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+    - expression: \"!has(object.data) || object.data.all(a, object.data.all(b, size(object.data[a]) + size(object.data[b]) >= 0))\"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: pairs-binding
+spec:
+  policyName: pairs
+  validationActions: [Deny]
+",
+    );
+    let big = s.write_file("big.yaml", &configmap_with_keys("big", 1000));
+    let big = big.to_str().unwrap();
+    let want = "ValidatingAdmissionPolicy 'pairs' with binding 'pairs-binding' denied request: expression '!has(object.data) || object.data.all(a, object.data.all(b, size(object.data[a]) + size(object.data[b]) >= 0))' resulted in error: operation cancelled: actual cost limit exceeded";
+    wait_until_refused(&s, &["create", "-f", big], want);
+
+    // The same policy admits an object small enough to evaluate it on.
+    let small = s.write_file("small.yaml", &configmap_with_keys("small", 3));
+    s.kubectl_ok(&["create", "-f", small.to_str().unwrap()]);
+    s.kubectl_ok(&["get", "configmap", "small"]);
+
+    let out = s.kubectl(&["create", "-f", big]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains(want), "{stderr}");
+    let out = s.kubectl(&["get", "configmap", "big"]);
+    assert!(!out.status.success(), "the refused ConfigMap was stored");
 }

@@ -46,8 +46,17 @@ impl<'s> Estimator<'s> {
     /// An estimator with `self` shaped by `this` and `oldSelf` by `old`; values of
     /// unknown size count as `unbounded` elements.
     pub fn new(this: &'s Value, old: &'s Value, unbounded: u64) -> Self {
+        Self::with_variables(
+            vec![("self".into(), Some(this)), ("oldSelf".into(), Some(old))],
+            unbounded,
+        )
+    }
+
+    /// An estimator with the named variables shaped by their schemas (`None`, or a name
+    /// not listed: shape unknown); values of unknown size count as `unbounded` elements.
+    pub fn with_variables(vars: Vec<(String, Option<&'s Value>)>, unbounded: u64) -> Self {
         Estimator {
-            vars: vec![("self".into(), Some(this)), ("oldSelf".into(), Some(old))],
+            vars,
             unbounded: unbounded.max(1),
             accumulators: Vec::new(),
         }

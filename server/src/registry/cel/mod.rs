@@ -19,9 +19,9 @@ use crate::api::StatusCause;
 use crate::registry::schema::{join, type_name};
 
 use cost::{
-    actual_bounds, cardinality, Estimator, PER_CALL_LIMIT, RULE_COST_LIMIT, RUNTIME_BUDGET,
-    TOTAL_COST_LIMIT, UNBOUNDED_AT_COMPILE,
+    actual_bounds, cardinality, Estimator, RULE_COST_LIMIT, TOTAL_COST_LIMIT, UNBOUNDED_AT_COMPILE,
 };
+pub use cost::{PER_CALL_LIMIT, RUNTIME_BUDGET};
 
 mod cost;
 mod format;
@@ -133,6 +133,57 @@ impl Expression {
         self.program
             .execute(&ctx)
             .map_err(|e| one_line(&e.to_string()))
+    }
+}
+
+/// The shapes of the JSON values an evaluation binds, for [`Expression::cost_on`]: each
+/// bounded by what it holds, and what expressions compute bounded by their total size.
+pub struct Shapes {
+    vars: Vec<(String, Value)>,
+    computed: u64,
+}
+
+impl Shapes {
+    /// The shapes of `variables` (names as the expressions use them).
+    pub fn of(variables: &[(&str, &Value)]) -> Shapes {
+        Shapes {
+            vars: variables
+                .iter()
+                .map(|(name, v)| (name.to_string(), actual_bounds(&Value::Null, v)))
+                .collect(),
+            computed: elements(variables.iter().map(|(_, v)| *v)),
+        }
+    }
+}
+
+/// How many elements any value held in, or computed from, these values can have at most
+/// (about their serialized size; walked without allocating).
+pub fn elements<'v>(values: impl Iterator<Item = &'v Value>) -> u64 {
+    values.map(cost::size).fold(0, u64::saturating_add)
+}
+
+impl Expression {
+    /// The cost of one evaluation whatever the values, each as large as a request can
+    /// make it: when this is within a limit, no value can exceed it.
+    pub fn worst_case_cost(&self) -> u64 {
+        self.cost_within(UNBOUNDED_AT_COMPILE)
+    }
+
+    /// The cost of one evaluation on values of at most `elements` elements (entries,
+    /// characters) each: a bound quicker to work out than [`Self::cost_on`] and, with
+    /// `elements` from [`elements`], as safe.
+    pub fn cost_within(&self, elements: u64) -> u64 {
+        Estimator::with_variables(Vec::new(), elements).cost(self.program.expression())
+    }
+
+    /// The cost of one evaluation on values of these shapes.
+    pub fn cost_on(&self, shapes: &Shapes) -> u64 {
+        let vars = shapes
+            .vars
+            .iter()
+            .map(|(name, shape)| (name.clone(), Some(shape)))
+            .collect();
+        Estimator::with_variables(vars, shapes.computed).cost(self.program.expression())
     }
 }
 
