@@ -71,6 +71,9 @@ pub enum Subresource {
     /// A create-only subresource whose body is another kind: the definition's
     /// `subresources.createOnly[i]`.
     CreateOnly(u8),
+    /// A subresource that answers the object and writes one part of it: the
+    /// definition's `subresources.parts[i]`.
+    Part(u8),
 }
 
 impl Subresource {
@@ -82,6 +85,11 @@ impl Subresource {
             Subresource::CreateOnly(i) => d
                 .subresources
                 .create_only
+                .get(usize::from(i))
+                .map_or("", |s| s.name.as_str()),
+            Subresource::Part(i) => d
+                .subresources
+                .parts
                 .get(usize::from(i))
                 .map_or("", |s| s.name.as_str()),
         }
@@ -173,6 +181,9 @@ pub fn subresources(d: &ResourceDef) -> Vec<Subresource> {
     for i in 0..d.subresources.create_only.len().min(256) {
         subs.push(Subresource::CreateOnly(i as u8));
     }
+    for i in 0..d.subresources.parts.len().min(256) {
+        subs.push(Subresource::Part(i as u8));
+    }
     subs.sort_by(|a, b| a.name(d).cmp(b.name(d)));
     subs
 }
@@ -214,11 +225,26 @@ pub fn endpoints(d: &ResourceDef) -> Vec<Endpoint> {
             Subresource::CreateOnly(_) => CREATE,
             _ => SUBRESOURCE,
         };
-        out.push(at(
+        let mut endpoint = at(
             format!("{base}/{{name}}/{}", sub.name(d)),
             PathKind::Subresource(sub),
             ops,
-        ));
+        );
+        if let Subresource::Part(i) = sub {
+            // A part subresource may serve fewer verbs (`namespaces/finalize`: update).
+            let verbs = d
+                .subresources
+                .parts
+                .get(usize::from(i))
+                .map(|p| p.verbs.as_slice())
+                .unwrap_or_default();
+            if !verbs.is_empty() {
+                endpoint
+                    .operations
+                    .retain(|o| verbs.iter().any(|v| v == o.verb.as_str()));
+            }
+        }
+        out.push(endpoint);
     }
     out.push(at(watch_base.clone(), PathKind::WatchCollection, WATCH));
     out.push(at(

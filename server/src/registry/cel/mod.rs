@@ -25,7 +25,7 @@ use cost::{
 
 mod cost;
 mod format;
-mod library;
+pub(crate) mod library;
 mod semver;
 pub mod type_check;
 
