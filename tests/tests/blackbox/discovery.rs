@@ -285,9 +285,16 @@ async fn aggregated_discovery_with_etags() {
     );
     let ns = aggregated_resource(&items[0], "namespaces");
     assert_eq!(ns["scope"], "Cluster");
-    assert_eq!(ns["subresources"][0]["subresource"], "status");
+    // Sorted by name, as upstream lists them: `finalize` (PUT alone), then `status`.
+    assert_eq!(ns["subresources"][0]["subresource"], "finalize");
+    assert_eq!(ns["subresources"][0]["verbs"], json!(["update"]));
     assert_eq!(
-        ns["subresources"][0]["verbs"],
+        ns["subresources"][0]["responseKind"],
+        json!({ "group": "", "version": "", "kind": "Namespace" })
+    );
+    assert_eq!(ns["subresources"][1]["subresource"], "status");
+    assert_eq!(
+        ns["subresources"][1]["verbs"],
         json!(["get", "patch", "update"])
     );
 
