@@ -400,6 +400,40 @@ mod tests {
     }
 
     #[test]
+    fn part_subresources_serve_the_verbs_they_list() {
+        let mut ns = def(false, true, false);
+        ns.subresources.parts.push(crate::model::PartSubresource {
+            name: "finalize".into(),
+            strategy: "NamespaceFinalize".into(),
+            verbs: vec!["update".into()],
+        });
+        ns.subresources.parts.push(crate::model::PartSubresource {
+            name: "approval".into(),
+            strategy: "CertificateApproval".into(),
+            verbs: vec![],
+        });
+        let finalize = Subresource::parse(&ns, "finalize").expect("declared");
+        assert_eq!(finalize, Subresource::Part(0));
+        let e = endpoints(&ns);
+        assert!(e
+            .iter()
+            .any(|x| x.path == "/apis/example.dev/v1/widgets/{name}/finalize"));
+        assert_eq!(verbs(&e, Some(finalize)), [Verb::Update]);
+        assert_eq!(
+            verbs(&e, Some(Subresource::Part(1))),
+            [Verb::Get, Verb::Patch, Verb::Update]
+        );
+        assert_eq!(
+            subresources(&ns),
+            [
+                Subresource::Part(1),
+                Subresource::Part(0),
+                Subresource::Status
+            ]
+        );
+    }
+
+    #[test]
     fn listed_verbs_leave_out_paths_and_watch() {
         // componentstatuses: get and list, no watch.
         let mut d = def(false, true, false);
