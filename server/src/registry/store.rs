@@ -203,7 +203,7 @@ pub enum Target {
 
 impl Target {
     /// The subresource managedFields entries name (`status`, `ephemeralcontainers`).
-    fn subresource<'a>(self, res: &'a ApiResource) -> Option<&'a str> {
+    fn subresource(self, res: &ApiResource) -> Option<&str> {
         match self {
             Target::Main => None,
             Target::Status => Some("status"),
