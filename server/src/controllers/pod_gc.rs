@@ -195,7 +195,9 @@ fn terminating(bytes: &[u8]) -> Option<(String, Instant)> {
         .signed_duration_since(chrono::Utc::now())
         .to_std()
         .unwrap_or_default();
-    Some((meta["uid"].as_str()?.to_string(), Instant::now() + left))
+    // A deadline past what the clock can hold (a huge grace period) never comes.
+    let deadline = Instant::now().checked_add(left)?;
+    Some((meta["uid"].as_str()?.to_string(), deadline))
 }
 
 #[cfg(test)]

@@ -149,6 +149,16 @@ fn graceful_deletion(
     let requested = requested.map(|p| if p < 0 { 1 } else { p });
     let now = chrono::Utc::now();
     let stamp = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    // `t` moved by `seconds` (client-given, so possibly huge): the last second of year
+    // 9999 at most, the latest a timestamp can say in RFC 3339.
+    let shift = |t: chrono::DateTime<chrono::Utc>, seconds: i64| {
+        let latest = chrono::DateTime::parse_from_rfc3339("9999-12-31T23:59:59Z")
+            .map(|l| l.with_timezone(&chrono::Utc))
+            .unwrap_or(t);
+        chrono::Duration::try_seconds(seconds)
+            .and_then(|d| t.checked_add_signed(d))
+            .map_or(latest, |moved| moved.min(latest))
+    };
     if let Some(since) = meta_str(obj, "deletionTimestamp") {
         if !strategy.deletes_gracefully() {
             return Grace::NotGraceful;
@@ -165,8 +175,7 @@ fn graceful_deletion(
         let deadline = chrono::DateTime::parse_from_rfc3339(since)
             .map(|t| t.with_timezone(&chrono::Utc))
             .unwrap_or(now);
-        let mut at =
-            deadline - chrono::Duration::seconds(current) + chrono::Duration::seconds(period);
+        let mut at = shift(shift(deadline, -current), period);
         if at < now {
             at = now;
             if period != 0 {
@@ -183,10 +192,7 @@ fn graceful_deletion(
         return Grace::NotGraceful;
     };
     let meta = metadata_mut(obj);
-    meta.insert(
-        "deletionTimestamp".into(),
-        json!(stamp(now + chrono::Duration::seconds(period))),
-    );
+    meta.insert("deletionTimestamp".into(), json!(stamp(shift(now, period))));
     meta.insert("deletionGracePeriodSeconds".into(), json!(period));
     Grace::Started(period)
 }
@@ -1437,4 +1443,75 @@ fn decode_continue(token: &str, prefix: &str) -> Result<(String, u64), ApiError>
         .filter(|rv| *rv > 0)
         .ok_or_else(|| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
     Ok((format!("{prefix}{start}"), rev))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::workloads::PodStrategy;
+
+    fn bound_pod() -> Value {
+        json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n", "terminationGracePeriodSeconds": 30}})
+    }
+
+    #[test]
+    fn a_bound_pods_grace_period_starts_and_may_only_shrink() {
+        let mut pod = bound_pod();
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut pod, None),
+            Grace::Started(30)
+        );
+        assert_eq!(pod["metadata"]["deletionGracePeriodSeconds"], 30);
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut pod, Some(60)),
+            Grace::Pending
+        );
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut pod, None),
+            Grace::Pending
+        );
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut pod, Some(5)),
+            Grace::Started(5)
+        );
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut pod, Some(0)),
+            Grace::Started(0)
+        );
+        // Deleted at once: unbound, finished, or a kind without a grace period.
+        let mut unbound = json!({"spec": {"terminationGracePeriodSeconds": 30}});
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut unbound, None),
+            Grace::Started(0)
+        );
+        let mut done = bound_pod();
+        done["status"]["phase"] = json!("Succeeded");
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut done, Some(10)),
+            Grace::Started(0)
+        );
+        let mut cm = json!({"metadata": {"name": "c"}});
+        assert_eq!(
+            graceful_deletion(
+                &super::super::strategy::PlainCoreStrategy,
+                &mut cm,
+                Some(10)
+            ),
+            Grace::NotGraceful
+        );
+    }
+
+    #[test]
+    fn a_huge_grace_period_ends_in_year_9999_not_in_a_panic() {
+        let mut pod = bound_pod();
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut pod, Some(i64::MAX)),
+            Grace::Started(i64::MAX)
+        );
+        assert_eq!(pod["metadata"]["deletionTimestamp"], "9999-12-31T23:59:59Z");
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut pod, Some(i64::MAX - 1)),
+            Grace::Started(i64::MAX - 1)
+        );
+    }
 }
