@@ -632,3 +632,78 @@ fn a_job_gets_a_selector_of_its_uid_and_labels_for_its_pods() {
         .get("controller-uid")
         .is_none());
 }
+
+/// The kube crate's own helpers for these subresources, on k8s-openapi's types.
+#[tokio::test(flavor = "multi_thread")]
+async fn kube_rs_helpers_add_ephemeral_containers_resize_pods_and_approve_requests() {
+    use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, Patch, PatchParams, PostParams};
+
+    let s = TestServer::start();
+    let client = s.client().await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "typed"},
+        "spec": {"containers": [{"name": "app", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}]}
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .expect("create pod");
+
+    let mut current = pods.get_ephemeral_containers("typed").await.expect("get");
+    assert_eq!(current.spec.as_ref().unwrap().ephemeral_containers, None);
+    current.spec.as_mut().unwrap().ephemeral_containers = Some(
+        serde_json::from_value(
+            json!([{"name": "shell", "image": "busybox:stable", "command": ["sh"]}]),
+        )
+        .unwrap(),
+    );
+    let replaced = pods
+        .replace_ephemeral_containers("typed", &PostParams::default(), &current)
+        .await
+        .expect("replace ephemeral containers");
+    let added = replaced.spec.unwrap().ephemeral_containers.unwrap();
+    assert_eq!(added[0].name, "shell");
+    assert_eq!(added[0].image.as_deref(), Some("busybox:stable"));
+
+    let resized = pods
+        .patch_resize(
+            "typed",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "300m"}}}]}})),
+        )
+        .await
+        .expect("resize");
+    let requests = resized.spec.unwrap().containers[0]
+        .resources
+        .clone()
+        .unwrap()
+        .requests
+        .unwrap();
+    assert_eq!(requests["cpu"].0, "300m");
+    assert_eq!(
+        pods.get_resize("typed")
+            .await
+            .unwrap()
+            .metadata
+            .name
+            .as_deref(),
+        Some("typed")
+    );
+
+    create_csr(&s, "typed");
+    let csrs: Api<CertificateSigningRequest> = Api::all(client);
+    let approved = csrs
+        .patch_approval(
+            "typed",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"conditions": [{"type": "Approved", "status": "True", "reason": "ByKube", "message": "approved by a kube-rs program"}]}})),
+        )
+        .await
+        .expect("approve");
+    let conditions = approved.status.unwrap().conditions.unwrap();
+    assert_eq!(conditions[0].type_, "Approved");
+    assert!(conditions[0].last_update_time.is_some());
+}
