@@ -71,6 +71,9 @@ pub enum Subresource {
     /// A create-only subresource whose body is another kind: the definition's
     /// `subresources.createOnly[i]`.
     CreateOnly(u8),
+    /// A subresource that answers the object and writes one part of it: the
+    /// definition's `subresources.parts[i]`.
+    Part(u8),
 }
 
 impl Subresource {
@@ -82,6 +85,11 @@ impl Subresource {
             Subresource::CreateOnly(i) => d
                 .subresources
                 .create_only
+                .get(usize::from(i))
+                .map_or("", |s| s.name.as_str()),
+            Subresource::Part(i) => d
+                .subresources
+                .parts
                 .get(usize::from(i))
                 .map_or("", |s| s.name.as_str()),
         }
@@ -173,6 +181,9 @@ pub fn subresources(d: &ResourceDef) -> Vec<Subresource> {
     for i in 0..d.subresources.create_only.len().min(256) {
         subs.push(Subresource::CreateOnly(i as u8));
     }
+    for i in 0..d.subresources.parts.len().min(256) {
+        subs.push(Subresource::Part(i as u8));
+    }
     subs.sort_by(|a, b| a.name(d).cmp(b.name(d)));
     subs
 }
@@ -214,11 +225,26 @@ pub fn endpoints(d: &ResourceDef) -> Vec<Endpoint> {
             Subresource::CreateOnly(_) => CREATE,
             _ => SUBRESOURCE,
         };
-        out.push(at(
+        let mut endpoint = at(
             format!("{base}/{{name}}/{}", sub.name(d)),
             PathKind::Subresource(sub),
             ops,
-        ));
+        );
+        if let Subresource::Part(i) = sub {
+            // A part subresource may serve fewer verbs (`namespaces/finalize`: update).
+            let verbs = d
+                .subresources
+                .parts
+                .get(usize::from(i))
+                .map(|p| p.verbs.as_slice())
+                .unwrap_or_default();
+            if !verbs.is_empty() {
+                endpoint
+                    .operations
+                    .retain(|o| verbs.iter().any(|v| v == o.verb.as_str()));
+            }
+        }
+        out.push(endpoint);
     }
     out.push(at(watch_base.clone(), PathKind::WatchCollection, WATCH));
     out.push(at(
@@ -370,6 +396,40 @@ mod tests {
         assert_eq!(
             subresources(&parent),
             [Subresource::Status, Subresource::CreateOnly(0)]
+        );
+    }
+
+    #[test]
+    fn part_subresources_serve_the_verbs_they_list() {
+        let mut ns = def(false, true, false);
+        ns.subresources.parts.push(crate::model::PartSubresource {
+            name: "finalize".into(),
+            strategy: "NamespaceFinalize".into(),
+            verbs: vec!["update".into()],
+        });
+        ns.subresources.parts.push(crate::model::PartSubresource {
+            name: "approval".into(),
+            strategy: "CertificateApproval".into(),
+            verbs: vec![],
+        });
+        let finalize = Subresource::parse(&ns, "finalize").expect("declared");
+        assert_eq!(finalize, Subresource::Part(0));
+        let e = endpoints(&ns);
+        assert!(e
+            .iter()
+            .any(|x| x.path == "/apis/example.dev/v1/widgets/{name}/finalize"));
+        assert_eq!(verbs(&e, Some(finalize)), [Verb::Update]);
+        assert_eq!(
+            verbs(&e, Some(Subresource::Part(1))),
+            [Verb::Get, Verb::Patch, Verb::Update]
+        );
+        assert_eq!(
+            subresources(&ns),
+            [
+                Subresource::Part(1),
+                Subresource::Part(0),
+                Subresource::Status
+            ]
         );
     }
 

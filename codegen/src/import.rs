@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, Location};
 use crate::emit::GeneratedFile;
-use crate::model::{Schema, CREATE_HOOKS, STRATEGIES};
+use crate::model::{Schema, CREATE_HOOKS, PART_HOOKS, STRATEGIES};
 use crate::names::infer_plural;
 
 /// The first line of every imported definition; the import test finds committed imports by it.
@@ -727,8 +727,37 @@ impl Importer<'_> {
         let schema = self.kind_schema(&doc_file, &component, Some(&e.description))?;
         let mut subresources = serde_yaml::Mapping::new();
         let mut create_only = Vec::new();
+        let mut parts = Vec::new();
         for (name, sub) in &shape.subresources {
             match sub {
+                UpstreamSub::Part { verbs } => {
+                    let Some(hook) = e.subresources.get(name).and_then(Value::as_str) else {
+                        return Err(Diagnostic::new(
+                            Code::MissingKey,
+                            e.at.clone(),
+                            format!(
+                                "{}/{name} writes part of a {} upstream; name its hook",
+                                shape.plural, e.kind
+                            ),
+                        )
+                        .with_help(format!("`subresources: {{{name}: <one of {}>}}`, or list it in `omitSubresources`", PART_HOOKS.join(", "))));
+                    };
+                    if !PART_HOOKS.contains(&hook) {
+                        return Err(Diagnostic::new(
+                            Code::UnknownValue,
+                            e.at.clone(),
+                            format!("no part hook named `{hook}`"),
+                        )
+                        .with_help(format!("one of {}", PART_HOOKS.join(", "))));
+                    }
+                    let mut m = serde_yaml::Mapping::new();
+                    m.insert("name".into(), name.clone().into());
+                    m.insert("strategy".into(), hook.into());
+                    if verbs.len() < 3 {
+                        m.insert("verbs".into(), verbs.clone().into());
+                    }
+                    parts.push(serde_yaml::Value::Mapping(m));
+                }
                 UpstreamSub::Status => {
                     subresources.insert("status".into(), serde_yaml::Mapping::new().into());
                 }
@@ -786,6 +815,9 @@ impl Importer<'_> {
         }
         if !create_only.is_empty() {
             subresources.insert("createOnly".into(), create_only.into());
+        }
+        if !parts.is_empty() {
+            subresources.insert("parts".into(), parts.into());
         }
 
         let mut m = serde_yaml::Mapping::new();
@@ -978,6 +1010,20 @@ impl Importer<'_> {
                 Some((g, _)) if g.2 == "Scale" && *sub == "scale" => UpstreamSub::Scale,
                 Some((g, Some(component))) if methods == ["post"] && !g.2.is_empty() => {
                     UpstreamSub::Kind { gvk: g, component }
+                }
+                // The object itself, read and written: a part of it (`finalize`).
+                Some((g, _))
+                    if g == own
+                        && methods
+                            .iter()
+                            .all(|m| ["get", "put", "patch"].contains(&m.as_str())) =>
+                {
+                    let mut verbs: Vec<String> = methods
+                        .iter()
+                        .map(|m| if m == "put" { "update" } else { m.as_str() }.to_string())
+                        .collect();
+                    verbs.sort();
+                    UpstreamSub::Part { verbs }
                 }
                 _ => {
                     return Err(Diagnostic::new(
@@ -1388,6 +1434,11 @@ enum UpstreamSub {
     Kind {
         gvk: (String, String, String),
         component: String,
+    },
+    /// The object itself read and written, of which a hook lets one part change; the
+    /// verbs served (`get`, `patch`, `update`).
+    Part {
+        verbs: Vec<String>,
     },
 }
 

@@ -11,10 +11,12 @@ use crate::diagnostics::Location;
 /// kube-apiserver keeps in each built-in kind's `strategy.go`.
 pub const STRATEGIES: &[&str] = &[
     "APIService",
+    "CertificateSigningRequest",
     "ConfigMap",
     "CronJob",
     "CustomResourceDefinition",
     "Deployment",
+    "Job",
     "Namespace",
     "Pod",
     "PodTemplate",
@@ -39,6 +41,16 @@ pub const CREATE_HOOKS: &[&str] = &[
     "SubjectAccessReview",
     "TokenRequest",
     "TokenReview",
+];
+
+/// The server's named hooks of subresources that read the whole object and write one part
+/// of it (`subresources.parts`): each says which part a write through it may change and
+/// checks the change, as upstream's per-subresource strategies do.
+pub const PART_HOOKS: &[&str] = &[
+    "CertificateApproval",
+    "EphemeralContainers",
+    "NamespaceFinalize",
+    "PodResize",
 ];
 
 /// A resource as a user declared it: identity, REST shape, schema and presentation.
@@ -156,6 +168,24 @@ pub struct Subresources {
     /// a named hook (`serviceaccounts/token` takes and answers a `TokenRequest`).
     #[serde(default, rename = "createOnly", skip_serializing_if = "Vec::is_empty")]
     pub create_only: Vec<CreateOnlySubresource>,
+    /// Subresources that answer the whole object and write one part of it through a
+    /// named hook (`pods/ephemeralcontainers`, `namespaces/finalize`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartSubresource>,
+}
+
+/// A subresource whose body and answer are the object itself, of which a write changes
+/// only the part its hook names (as `status` changes only status).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PartSubresource {
+    /// The path segment after the object's name (`ephemeralcontainers`).
+    pub name: String,
+    /// The hook that decides what a write changes (one of [`PART_HOOKS`]).
+    pub strategy: String,
+    /// The verbs served, of `get`, `update` and `patch`; empty for all three
+    /// (`namespaces/finalize` serves `update` alone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verbs: Vec<String>,
 }
 
 /// A subresource served only by POST, whose body is a kind of its own (not stored).

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnostics::{Code, Diagnostic, Diagnostics, Location};
 use crate::model::{
-    PrinterColumn, ResourceDef, ScaleSubresource, Schema, CREATE_HOOKS, STRATEGIES,
+    PrinterColumn, ResourceDef, ScaleSubresource, Schema, CREATE_HOOKS, PART_HOOKS, STRATEGIES,
 };
 use crate::names::{is_api_version, is_dns_label, is_dns_subdomain, is_kind};
 
@@ -232,6 +232,45 @@ pub fn validate_located(defs: &[ResourceDef], keys: &KeyLocations, diags: &mut D
                 ));
             }
             validate_parts(&sub.schema, &[], None, &sat, diags);
+        }
+        let subresources_at = key_at("subresources");
+        for part in &d.subresources.parts {
+            let perr = |code: Code, msg: String, help: &str| {
+                Diagnostic::new(code, subresources_at.clone(), msg).with_help(help.to_string())
+            };
+            if !is_dns_label(&part.name) || ["status", "scale"].contains(&part.name.as_str()) {
+                diags.push(perr(
+                    Code::InvalidName,
+                    format!("subresource name `{}` must be a lower-case DNS label other than status and scale", part.name),
+                    "e.g. `name: finalize`",
+                ));
+            } else if !sub_names.insert(&part.name) {
+                diags.push(perr(
+                    Code::Duplicate,
+                    format!("subresource `{}` is declared twice", part.name),
+                    "keep one",
+                ));
+            }
+            if !PART_HOOKS.contains(&part.strategy.as_str()) {
+                let help = match crate::diagnostics::suggest(&part.strategy, PART_HOOKS) {
+                    Some(close) => format!("write `strategy: {close}`"),
+                    None => format!("use one of {}", PART_HOOKS.join(", ")),
+                };
+                diags.push(perr(
+                    Code::UnknownValue,
+                    format!("the server has no part hook named `{}`", part.strategy),
+                    &help,
+                ));
+            }
+            for v in &part.verbs {
+                if !["get", "update", "patch"].contains(&v.as_str()) {
+                    diags.push(perr(
+                        Code::UnknownValue,
+                        format!("subresource `{}` cannot serve `{v}`", part.name),
+                        "a part subresource serves some of get, update and patch",
+                    ));
+                }
+            }
         }
         check_selectable_fields(d, diags);
         validate_parts(

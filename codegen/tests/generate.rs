@@ -110,6 +110,7 @@ fn every_diagnostic_is_reported_at_once_with_its_position() {
         "bad.rs",
         "broken.yaml",
         "metadata.yaml",
+        "parts.yaml",
         "typos.yaml",
         "virtual.yaml",
     ] {

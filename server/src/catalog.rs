@@ -34,6 +34,8 @@ pub struct ApiResource {
     /// index: entries of their own (never registered) that decode, validate, encode and
     /// answer like any create-only kind.
     pub subresource_kinds: Vec<ApiResource>,
+    /// The hooks of the part subresources, by `Subresource::Part` index.
+    pub parts: Vec<crate::registry::parts::Part>,
     /// Every path of the resource and the verbs each serves.
     pub endpoints: Vec<Endpoint>,
     /// The schema's CEL validation rules, compiled.
@@ -94,6 +96,15 @@ impl ApiResource {
                     .map_err(|e| format!("subresource {}: {e}", s.name))
             })
             .collect::<Result<Vec<_>, String>>()?;
+        let parts = def
+            .subresources
+            .parts
+            .iter()
+            .map(|p| {
+                crate::registry::parts::Part::named(&p.strategy)
+                    .map_err(|e| format!("subresource {}: {e}", p.name))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
         let schema = def.schema.to_json(true);
         let rules = crate::registry::cel::Rules::compile(&schema, "schema").map_err(|causes| {
             let list: Vec<String> = causes
@@ -119,6 +130,7 @@ impl ApiResource {
             strategy,
             create_hook,
             subresource_kinds,
+            parts,
             endpoints,
             selectable_fields,
         })

@@ -76,7 +76,9 @@ pub fn subresources(r: &ApiResource) -> Vec<SubresourceInfo> {
         .map(|sub| {
             let (group, version, kind) = match sub {
                 Subresource::Scale => ("autoscaling".into(), "v1".into(), "Scale".into()),
-                Subresource::Status => (String::new(), String::new(), r.def.kind.clone()),
+                Subresource::Status | Subresource::Part(_) => {
+                    (String::new(), String::new(), r.def.kind.clone())
+                }
                 Subresource::CreateOnly(i) => r
                     .def
                     .subresources

@@ -669,8 +669,13 @@ fn subresource_op<'a>(d: &ResourceDef, item: &'a str, sub: Subresource, verb: Ve
     if let Subresource::CreateOnly(i) = sub {
         return create_only_subresource_op(d, usize::from(i));
     }
+    if let Subresource::Part(i) = sub {
+        return part_subresource_op(d, item, usize::from(i), verb);
+    }
     let (schema, suffix, gvk) = match sub {
-        Subresource::Status | Subresource::CreateOnly(_) => (item, "Status", None),
+        Subresource::Status | Subresource::CreateOnly(_) | Subresource::Part(_) => {
+            (item, "Status", None)
+        }
         Subresource::Scale => (
             SCALE,
             "Scale",
@@ -719,7 +724,7 @@ fn subresource_op<'a>(d: &ResourceDef, item: &'a str, sub: Subresource, verb: Ve
                 Some(patch_body(is_builtin(d))),
                 &["200", "201"],
             ),
-            (Subresource::Scale | Subresource::CreateOnly(_), _) => (
+            (Subresource::Scale | Subresource::CreateOnly(_) | Subresource::Part(_), _) => (
                 "partially update scale of the specified",
                 "patch",
                 "patch",
@@ -736,6 +741,49 @@ fn subresource_op<'a>(d: &ResourceDef, item: &'a str, sub: Subresource, verb: Ve
         request,
         responses: responses(codes, schema, false),
         gvk,
+    }
+}
+
+/// get, update or patch of a part subresource: body and answer are the object itself
+/// (`readCoreV1NamespacedPodEphemeralcontainers`, `replaceCoreV1NamespaceFinalize`).
+fn part_subresource_op<'a>(d: &ResourceDef, item: &'a str, i: usize, verb: Verb) -> Op<'a> {
+    let name = d.subresources.parts.get(i).map_or("", |p| p.name.as_str());
+    let suffix = upper_camel(name);
+    let (description, action, id_verb, params, request, codes): (_, _, _, &[&str], _, &[&str]) =
+        match verb {
+            Verb::Get => (
+                "read the subresource of the specified",
+                "get",
+                "read",
+                &[],
+                None,
+                &["200"],
+            ),
+            Verb::Update => (
+                "replace the subresource of the specified",
+                "put",
+                "replace",
+                WRITE,
+                Some(body(item, true)),
+                &["200", "201"],
+            ),
+            _ => (
+                "partially update the subresource of the specified",
+                "patch",
+                "patch",
+                PATCHING,
+                Some(patch_body(is_builtin(d))),
+                &["200", "201"],
+            ),
+        };
+    Op {
+        description,
+        action,
+        id: operation_id(id_verb, d, &suffix, false),
+        params,
+        request,
+        responses: responses(codes, item, false),
+        gvk: None,
     }
 }
 

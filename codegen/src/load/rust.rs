@@ -105,6 +105,7 @@ pub fn resource_def(
             status: attrs.status,
             scale: attrs.scale,
             create_only: vec![],
+            parts: vec![],
         },
         printer_columns: attrs.printer_columns,
         selectable_fields: attrs.selectable_fields,

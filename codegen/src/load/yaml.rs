@@ -6,8 +6,8 @@ use marked_yaml::{LoaderOptions, Node};
 
 use crate::diagnostics::{suggest, Code, Diagnostic, Diagnostics, Location};
 use crate::model::{
-    CreateOnlySubresource, Origin, PrinterColumn, ResourceDef, ScaleSubresource, Schema, Scope,
-    Subresources,
+    CreateOnlySubresource, Origin, PartSubresource, PrinterColumn, ResourceDef, ScaleSubresource,
+    Schema, Scope, Subresources,
 };
 use crate::names::infer_plural;
 use crate::validate::KeyLocations;
@@ -77,7 +77,8 @@ const SCHEMA_KEYS: &[&str] = &[
     "x-protobuf-raw-json",
     "x-openapi-component",
 ];
-const SUBRESOURCE_KEYS: &[&str] = &["status", "scale", "createOnly"];
+const SUBRESOURCE_KEYS: &[&str] = &["status", "scale", "createOnly", "parts"];
+const PART_SUBRESOURCE_KEYS: &[&str] = &["name", "strategy", "verbs"];
 const CREATE_ONLY_SUBRESOURCE_KEYS: &[&str] = &[
     "name",
     "group",
@@ -713,6 +714,9 @@ impl Cx<'_> {
         if let Some(list) = map.get_node("createOnly") {
             out.create_only = self.create_only_subresources(list, diags);
         }
+        if let Some(list) = map.get_node("parts") {
+            out.parts = self.part_subresources(list, diags);
+        }
         if let Some(scale) = map.get_node("scale") {
             let Some(sm) = self.mapping(scale, "`subresources.scale`", diags) else {
                 return out;
@@ -792,6 +796,49 @@ impl Cx<'_> {
                         "a create-only subresource needs `name`, `group`, `version`, `kind`, `strategy` and `schema`",
                     )
                     .with_help("`group: \"\"` for the core group; `strategy` names the server hook that answers"),
+                ),
+            }
+        }
+        out
+    }
+
+    fn part_subresources(&self, node: &Node, diags: &mut Diagnostics) -> Vec<PartSubresource> {
+        let Some(seq) = node.as_sequence() else {
+            diags.push(
+                Diagnostic::new(Code::WrongType, self.loc(node.span()), "`subresources.parts` must be a list")
+                    .with_help("e.g. `parts: [{name: finalize, strategy: NamespaceFinalize, verbs: [update]}]`"),
+            );
+            return vec![];
+        };
+        let mut out = Vec::new();
+        for item in seq.iter() {
+            let Some(m) = self.mapping(item, "a part subresource", diags) else {
+                continue;
+            };
+            self.check_keys(m, PART_SUBRESOURCE_KEYS, "a part subresource", diags);
+            let name = m
+                .get_node("name")
+                .and_then(|n| self.string(n, "name", diags));
+            let strategy = m
+                .get_node("strategy")
+                .and_then(|n| self.string(n, "strategy", diags));
+            let verbs = m
+                .get_node("verbs")
+                .map(|n| self.string_list(n, "verbs", diags))
+                .unwrap_or_default();
+            match (name, strategy) {
+                (Some(name), Some(strategy)) => out.push(PartSubresource {
+                    name,
+                    strategy,
+                    verbs,
+                }),
+                _ => diags.push(
+                    Diagnostic::new(
+                        Code::MissingKey,
+                        self.loc(item.span()),
+                        "a part subresource needs `name` and `strategy`",
+                    )
+                    .with_help("e.g. `{name: ephemeralcontainers, strategy: EphemeralContainers}`"),
                 ),
             }
         }

@@ -100,6 +100,15 @@ impl StatusCause {
         }
     }
 
+    /// `FieldValueNotFound` at `field`: `value` (already rendered) names nothing there.
+    pub fn not_found(field: &str, value: &str) -> Self {
+        StatusCause {
+            reason: "FieldValueNotFound".into(),
+            message: format!("Not found: {value}"),
+            field: field.into(),
+        }
+    }
+
     /// `FieldValueDuplicate` at `field`.
     pub fn duplicate(field: &str, value: &str) -> Self {
         StatusCause {

@@ -191,6 +191,7 @@ pub fn definitions(crd: &Value) -> Result<Vec<ResourceDef>, Vec<StatusCause>> {
                 status: sub["status"].is_object(),
                 scale,
                 create_only: vec![],
+                parts: vec![],
             },
             printer_columns,
             selectable_fields: v["selectableFields"]

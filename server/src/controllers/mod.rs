@@ -7,6 +7,7 @@ pub mod garbage_collector;
 pub mod leader_election;
 pub mod namespace;
 pub mod per_namespace;
+pub mod pod_gc;
 pub mod queue;
 pub mod rbac;
 pub mod root_ca;
@@ -30,6 +31,7 @@ use scope::Scope;
 pub const CONTROLLERS: &[(&str, &str)] = &[
     ("garbage-collector-controller", "garbagecollector"),
     ("namespace-controller", "namespace"),
+    ("pod-garbage-collector-controller", "podgc"),
     ("serviceaccount-controller", "serviceaccount"),
     (
         "root-ca-certificate-publisher-controller",
@@ -90,7 +92,8 @@ impl Selection {
 
 /// The controllers kube-controller-manager runs upstream, which run on one instance at a
 /// time (the leader, when several share one etcd): the garbage collector, namespace
-/// deletion, the `default` ServiceAccount, the root CA publisher and the Events TTL.
+/// deletion, the removal of pods whose grace period ended, the `default`
+/// ServiceAccount, the root CA publisher and the Events TTL.
 pub struct ControllerManager {
     pub catalog: Arc<Catalog>,
     pub store: Store,
@@ -111,6 +114,9 @@ impl ControllerManager {
         }
         if self.selection.runs("garbage-collector-controller") {
             garbage_collector::spawn(catalog.clone(), store.clone(), scope);
+        }
+        if self.selection.runs("pod-garbage-collector-controller") {
+            pod_gc::spawn(catalog, store.clone(), scope);
         }
         // Not a selectable controller: upstream's storage expires Events whatever runs.
         event_ttl::spawn(catalog, store.clone(), self.event_ttl, scope);

@@ -12,6 +12,7 @@ use crate::api::options::DeleteOptions;
 use crate::api::options::ListOptions;
 use crate::api::ApiError;
 use crate::catalog::Catalog;
+use crate::registry::parts::Part;
 use crate::registry::store::{Store, Target, WriteContext};
 
 /// How often Terminating namespaces are re-examined.
@@ -52,7 +53,7 @@ async fn sync_all(catalog: &Catalog, store: &Store) -> Result<(), ApiError> {
                     &namespaces,
                     None,
                     &name,
-                    Target::Main,
+                    Target::Part(Part::NamespaceFinalize),
                     &WriteContext::new("namespace-controller"),
                     |old: &Value| {
                         let mut new = old.clone();

@@ -103,6 +103,11 @@ impl RequestScope {
     pub fn target(&self) -> Target {
         match self.subresource {
             Some(Subresource::Status) => Target::Status,
+            Some(Subresource::Part(i)) => self
+                .resource
+                .parts
+                .get(usize::from(i))
+                .map_or(Target::Main, |p| Target::Part(*p)),
             _ => Target::Main,
         }
     }

@@ -5,6 +5,7 @@
 pub mod apply;
 pub mod cacher;
 pub mod cel;
+pub mod certificates;
 pub mod codec;
 pub mod config_data;
 pub mod eviction;
@@ -12,6 +13,7 @@ pub mod feed;
 pub mod go_json;
 pub mod json_patch;
 pub mod managed_fields;
+pub mod parts;
 pub mod patch;
 pub mod propagation;
 pub mod schema;

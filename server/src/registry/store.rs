@@ -125,11 +125,102 @@ fn has_finalizers(obj: &Value) -> bool {
         .is_some_and(|f| !f.is_empty())
 }
 
+/// What a DELETE's grace period does to an object (kube-apiserver's `BeforeDelete`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Grace {
+    /// The kind is not deleted gracefully, or the grace period is over: on to the
+    /// finalizers, then removal.
+    NotGraceful,
+    /// A graceful deletion is under way and this one does not shorten it.
+    Pending,
+    /// `deletionTimestamp` and `deletionGracePeriodSeconds` set (or shortened) to this
+    /// many seconds; 0 removes the object now (finalizers permitting).
+    Started(i64),
+}
+
+/// Sets a graceful kind's deletion deadline, as kube-apiserver does: the requested grace
+/// period (negative counts as 1 s) or the kind's default; a deletion under way may only
+/// be shortened, never into the past unless to 0.
+fn graceful_deletion(
+    strategy: &dyn super::strategy::Strategy,
+    obj: &mut Value,
+    requested: Option<i64>,
+) -> Grace {
+    let requested = requested.map(|p| if p < 0 { 1 } else { p });
+    let now = chrono::Utc::now();
+    let stamp = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    // `t` moved by `seconds` (client-given, so possibly huge): the last second of year
+    // 9999 at most, the latest a timestamp can say in RFC 3339.
+    let shift = |t: chrono::DateTime<chrono::Utc>, seconds: i64| {
+        let latest = chrono::DateTime::parse_from_rfc3339("9999-12-31T23:59:59Z")
+            .map(|l| l.with_timezone(&chrono::Utc))
+            .unwrap_or(t);
+        chrono::Duration::try_seconds(seconds)
+            .and_then(|d| t.checked_add_signed(d))
+            .map_or(latest, |moved| moved.min(latest))
+    };
+    if let Some(since) = meta_str(obj, "deletionTimestamp") {
+        if !strategy.deletes_gracefully() {
+            return Grace::NotGraceful;
+        }
+        let current = obj["metadata"]["deletionGracePeriodSeconds"]
+            .as_i64()
+            .unwrap_or(0);
+        if current == 0 {
+            return Grace::NotGraceful;
+        }
+        let Some(mut period) = requested.filter(|p| *p < current) else {
+            return Grace::Pending;
+        };
+        let deadline = chrono::DateTime::parse_from_rfc3339(since)
+            .map(|t| t.with_timezone(&chrono::Utc))
+            .unwrap_or(now);
+        let mut at = shift(shift(deadline, -current), period);
+        if at < now {
+            at = now;
+            if period != 0 {
+                // The grace period is already spent: the shortest that is still graceful.
+                period = 1;
+            }
+        }
+        let meta = metadata_mut(obj);
+        meta.insert("deletionTimestamp".into(), json!(stamp(at)));
+        meta.insert("deletionGracePeriodSeconds".into(), json!(period));
+        return Grace::Started(period);
+    }
+    let Some(period) = strategy.grace_period(obj, requested) else {
+        return Grace::NotGraceful;
+    };
+    let meta = metadata_mut(obj);
+    meta.insert("deletionTimestamp".into(), json!(stamp(shift(now, period))));
+    meta.insert("deletionGracePeriodSeconds".into(), json!(period));
+    Grace::Started(period)
+}
+
 /// Where a write comes from: the main resource or a subresource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
     Main,
     Status,
+    /// A part subresource (`pods/ephemeralcontainers`, `namespaces/finalize`): its hook
+    /// says what the write changes.
+    Part(super::parts::Part),
+}
+
+impl Target {
+    /// The subresource managedFields entries name (`status`, `ephemeralcontainers`).
+    fn subresource(self, res: &ApiResource) -> Option<&str> {
+        match self {
+            Target::Main => None,
+            Target::Status => Some("status"),
+            Target::Part(part) => res
+                .parts
+                .iter()
+                .position(|p| *p == part)
+                .and_then(|i| res.def.subresources.parts.get(i))
+                .map(|p| p.name.as_str()),
+        }
+    }
 }
 
 /// Where a read is served from ([`Store::source`] chooses).
@@ -754,24 +845,31 @@ impl Store {
                 m.remove("status");
             }
         }
+        {
+            // The system fields come before the kind's preparation, which may read them
+            // (a Job's selector names its uid), as upstream fills them in first; so does
+            // a generated name (a Job's `job-name` label).
+            let meta = metadata_mut(&mut obj);
+            meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            meta.insert("creationTimestamp".into(), json!(now_rfc3339()));
+            if generated {
+                let name = format!("{generate_name}{}", random_suffix());
+                meta.insert("name".into(), json!(name));
+            }
+        }
         strategy.prepare_for_create(&mut obj);
         schema::apply_defaults(&mut obj, &res.schema);
         // Held until this create is answered (stored or not).
         let _reservation = self.allocate(res, &mut obj, None).await?;
-        {
-            let meta = metadata_mut(&mut obj);
-            meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
-            meta.insert("creationTimestamp".into(), json!(now_rfc3339()));
-            if strategy.tracks_generation() {
-                meta.insert("generation".into(), json!(1));
-            }
+        if strategy.tracks_generation() {
+            metadata_mut(&mut obj).insert("generation".into(), json!(1));
         }
         if !ctx.apply {
             managed_fields::record_update(&mut obj, None, res, &ctx.manager, None, &now_rfc3339());
         }
         // generateName: retry with a fresh suffix when the generated name is taken.
-        for _ in 0..8 {
-            if generated {
+        for attempt in 0..8 {
+            if generated && attempt > 0 {
                 let name = format!("{generate_name}{}", random_suffix());
                 metadata_mut(&mut obj).insert("name".into(), json!(name));
             }
@@ -968,7 +1066,16 @@ impl Store {
                 .await?;
             check_namespace_kept(&mut obj, ns)?;
         }
-        if target == Target::Status {
+        if let Target::Part(part) = target {
+            // A part subresource changes its part only (and, for an apply, who owns it).
+            let mut merged = part.merge(&obj, &old);
+            if ctx.apply {
+                if let Some(mf) = obj["metadata"].get("managedFields") {
+                    metadata_mut(&mut merged).insert("managedFields".into(), mf.clone());
+                }
+            }
+            obj = merged;
+        } else if target == Target::Status {
             // The status endpoint changes status only (and, for an apply, who owns it).
             let mut merged = old.clone();
             if ctx.apply {
@@ -984,6 +1091,7 @@ impl Store {
                     }
                 }
             }
+            strategy.prepare_for_status_update(&mut merged, &old);
             obj = merged;
         } else if res.def.subresources.status {
             // With a status subresource, the main endpoint ignores status changes.
@@ -1016,16 +1124,30 @@ impl Store {
             strategy.prepare_for_update(&mut obj, &old);
         }
         schema::apply_defaults(&mut obj, &res.schema);
-        let _reservation = if target == Target::Main {
-            // Immutability first: a changed cluster IP is refused as such, not
-            // allocated.
-            let causes = strategy.validate_update(&obj, &old);
-            if !causes.is_empty() {
-                return Err(ApiError::invalid(res, name, causes));
+        let _reservation = match target {
+            Target::Main => {
+                // Immutability first: a changed cluster IP is refused as such, not
+                // allocated.
+                let causes = strategy.validate_update(&obj, &old);
+                if !causes.is_empty() {
+                    return Err(ApiError::invalid(res, name, causes));
+                }
+                self.allocate(res, &mut obj, Some(&old)).await?
             }
-            self.allocate(res, &mut obj, Some(&old)).await?
-        } else {
-            None
+            Target::Status => {
+                let causes = strategy.validate_status_update(&obj, &old);
+                if !causes.is_empty() {
+                    return Err(ApiError::invalid(res, name, causes));
+                }
+                None
+            }
+            Target::Part(part) => {
+                let causes = part.validate(&obj, &old);
+                if !causes.is_empty() {
+                    return Err(ApiError::invalid(res, name, causes));
+                }
+                None
+            }
         };
         if strategy.tracks_generation() && spec_part(&obj) != spec_part(&old) {
             let generation = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
@@ -1043,7 +1165,7 @@ impl Store {
                 Some(mf) => metadata_mut(&mut obj).insert("managedFields".into(), mf.clone()),
                 None => metadata_mut(&mut obj).remove("managedFields"),
             };
-            let subresource = (target == Target::Status).then_some("status");
+            let subresource = target.subresource(res);
             managed_fields::record_update(
                 &mut obj,
                 Some(&old),
@@ -1059,9 +1181,14 @@ impl Store {
             // object re-encrypts it with the current key.
             return Ok(old);
         }
+        // A graceful deletion's object waits for its grace period too (upstream leaves it
+        // to the kubelet; here the grace period's end, `controllers::pod_gc`).
         let finalized = meta_str(&obj, "deletionTimestamp").is_some()
             && !has_finalizers(&obj)
-            && !strategy.blocks_deletion(&obj);
+            && !strategy.blocks_deletion(&obj)
+            && obj["metadata"]["deletionGracePeriodSeconds"]
+                .as_i64()
+                .is_none_or(|p| p == 0);
         if ctx.dry_run {
             return Ok(obj);
         }
@@ -1134,6 +1261,16 @@ impl Store {
             let target = AdmissionTarget::new(res, ns, name);
             admission.delete(target, &obj).await?;
         }
+        let strategy = res.strategy;
+        let first_deletion = meta_str(&obj, "deletionTimestamp").is_none();
+        let grace = graceful_deletion(strategy, &mut obj, options.grace_period_seconds);
+        if grace == Grace::Pending {
+            // A graceful deletion under way: nothing changes (not even finalizers).
+            return Ok(Deletion {
+                object: obj,
+                deleted: false,
+            });
+        }
         // Foreground and Orphan deletes leave the object to the garbage collector.
         let collector = finalizers_after_delete(&finalizers(&obj), options);
         if let Some(next) = &collector {
@@ -1144,9 +1281,10 @@ impl Store {
                 meta.insert("finalizers".into(), json!(next));
             }
         }
-        let strategy = res.strategy;
-        if has_finalizers(&obj) || strategy.blocks_deletion(&obj) {
-            if meta_str(&obj, "deletionTimestamp").is_some() && collector.is_none() {
+        let started = matches!(grace, Grace::Started(_));
+        let waits = matches!(grace, Grace::Started(period) if period > 0);
+        if waits || has_finalizers(&obj) || strategy.blocks_deletion(&obj) {
+            if !first_deletion && collector.is_none() && !started {
                 return Ok(Deletion {
                     object: obj,
                     deleted: false,
@@ -1156,6 +1294,8 @@ impl Store {
                 let meta = metadata_mut(&mut obj);
                 meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
                 meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+            }
+            if first_deletion {
                 strategy.prepare_for_delete(&mut obj);
             }
             if dry_run {
@@ -1248,6 +1388,9 @@ impl Store {
         }
         causes.extend(schema_causes);
         causes.extend(strategy.validate(obj));
+        if old.is_none() {
+            causes.extend(strategy.validate_create(obj));
+        }
         if causes.is_empty() {
             Ok(())
         } else {
@@ -1300,4 +1443,75 @@ fn decode_continue(token: &str, prefix: &str) -> Result<(String, u64), ApiError>
         .filter(|rv| *rv > 0)
         .ok_or_else(|| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
     Ok((format!("{prefix}{start}"), rev))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::workloads::PodStrategy;
+
+    fn bound_pod() -> Value {
+        json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n", "terminationGracePeriodSeconds": 30}})
+    }
+
+    #[test]
+    fn a_bound_pods_grace_period_starts_and_may_only_shrink() {
+        let mut pod = bound_pod();
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut pod, None),
+            Grace::Started(30)
+        );
+        assert_eq!(pod["metadata"]["deletionGracePeriodSeconds"], 30);
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut pod, Some(60)),
+            Grace::Pending
+        );
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut pod, None),
+            Grace::Pending
+        );
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut pod, Some(5)),
+            Grace::Started(5)
+        );
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut pod, Some(0)),
+            Grace::Started(0)
+        );
+        // Deleted at once: unbound, finished, or a kind without a grace period.
+        let mut unbound = json!({"spec": {"terminationGracePeriodSeconds": 30}});
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut unbound, None),
+            Grace::Started(0)
+        );
+        let mut done = bound_pod();
+        done["status"]["phase"] = json!("Succeeded");
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut done, Some(10)),
+            Grace::Started(0)
+        );
+        let mut cm = json!({"metadata": {"name": "c"}});
+        assert_eq!(
+            graceful_deletion(
+                &super::super::strategy::PlainCoreStrategy,
+                &mut cm,
+                Some(10)
+            ),
+            Grace::NotGraceful
+        );
+    }
+
+    #[test]
+    fn a_huge_grace_period_ends_in_year_9999_not_in_a_panic() {
+        let mut pod = bound_pod();
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut pod, Some(i64::MAX)),
+            Grace::Started(i64::MAX)
+        );
+        assert_eq!(pod["metadata"]["deletionTimestamp"], "9999-12-31T23:59:59Z");
+        assert_eq!(
+            graceful_deletion(&PodStrategy, &mut pod, Some(i64::MAX - 1)),
+            Grace::Started(i64::MAX - 1)
+        );
+    }
 }

@@ -54,6 +54,21 @@ pub trait Strategy: Send + Sync {
     }
     /// Marks an object whose deletion is pending (a namespace becomes Terminating).
     fn prepare_for_delete(&self, _obj: &mut Value) {}
+    /// Whether objects are deleted gracefully: [`Strategy::grace_period`] decides.
+    fn deletes_gracefully(&self) -> bool {
+        false
+    }
+    /// For a kind deleted gracefully, the seconds a DELETE leaves the object before it
+    /// goes (`requested`: the DeleteOptions' `gracePeriodSeconds`, at least 0); `None`
+    /// for kinds deleted at once.
+    fn grace_period(&self, _obj: &Value, _requested: Option<i64>) -> Option<i64> {
+        None
+    }
+    /// Whether a DELETE that removes the object answers with it rather than a Status
+    /// (pods, as upstream).
+    fn returns_deleted_object(&self) -> bool {
+        false
+    }
     /// Kind-specific validation beyond the schema.
     fn validate(&self, _obj: &Value) -> Vec<StatusCause> {
         Vec::new()
@@ -61,6 +76,18 @@ pub trait Strategy: Send + Sync {
     /// Kind-specific checks of an update against the stored object (immutable fields),
     /// made before anything is allocated for it.
     fn validate_update(&self, _new: &Value, _old: &Value) -> Vec<StatusCause> {
+        Vec::new()
+    }
+    /// Normalises an object written through `/status` (`new` is the stored object with
+    /// the body's status).
+    fn prepare_for_status_update(&self, _new: &mut Value, _old: &Value) {}
+    /// Kind-specific checks of a `/status` write against the stored object.
+    fn validate_status_update(&self, _new: &Value, _old: &Value) -> Vec<StatusCause> {
+        Vec::new()
+    }
+    /// Kind-specific checks of a new object only (what may be set at create but not
+    /// later, or the reverse).
+    fn validate_create(&self, _obj: &Value) -> Vec<StatusCause> {
         Vec::new()
     }
     /// Whether objects take Service cluster IPs and node ports, which the store
@@ -226,6 +253,15 @@ impl Strategy for NamespaceStrategy {
             .unwrap_or(json!({ "phase": "Active" }));
         self.prepare_for_create(new);
         new["status"] = status;
+        // As upstream: `spec.finalizers` change through `finalize` alone.
+        match old["spec"].get("finalizers") {
+            Some(f) => new["spec"]["finalizers"] = f.clone(),
+            None => {
+                if let Some(spec) = new["spec"].as_object_mut() {
+                    spec.remove("finalizers");
+                }
+            }
+        }
     }
 
     fn name_rule(&self) -> NameRule {
@@ -359,6 +395,10 @@ pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy,
     Ok(match name {
         Some("APIService") => &crate::aggregator::strategy::ApiServiceStrategy,
         Some("Secret") => &SecretStrategy,
+        Some("CertificateSigningRequest") => {
+            &super::certificates::CertificateSigningRequestStrategy
+        }
+        Some("Job") => &super::workloads::JobStrategy,
         Some("ConfigMap") => &ConfigMapStrategy,
         Some("Namespace") => &NamespaceStrategy,
         Some("CustomResourceDefinition") => &CustomResourceDefinitionStrategy,

@@ -5,7 +5,9 @@
 
 use serde_json::{json, Map, Value};
 
+use super::cel::library::parse_quantity;
 use super::strategy::{ComputedColumn, Strategy};
+use crate::api::StatusCause;
 
 /// Sets `key` to `value` in `obj` when it is absent or null.
 fn default(obj: &mut Map<String, Value>, key: &str, value: Value) {
@@ -33,7 +35,8 @@ fn pull_policy(image: &str) -> &'static str {
     }
 }
 
-fn default_container(c: &mut Map<String, Value>) {
+/// Upstream's defaults of one container (regular, init or ephemeral).
+pub fn default_container(c: &mut Map<String, Value>) {
     let image = c.get("image").and_then(Value::as_str).unwrap_or_default();
     let policy = pull_policy(image);
     default(c, "imagePullPolicy", json!(policy));
@@ -232,6 +235,36 @@ const POD_COLUMNS: &[ComputedColumn] = &[
     ),
 ];
 
+/// A pod's quality of service class, as the kubelet derives it from requests and limits
+/// of cpu and memory (requests default to limits).
+pub fn qos_class(pod: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|l| pod["spec"][*l].as_array().into_iter().flatten())
+        .collect();
+    let mut any = false;
+    let mut guaranteed = true;
+    for c in &containers {
+        let requests = &c["resources"]["requests"];
+        let limits = &c["resources"]["limits"];
+        for res in ["cpu", "memory"] {
+            let limit = limits[res].as_str().and_then(parse_quantity);
+            let request = requests[res].as_str().and_then(parse_quantity).or(limit);
+            if request.is_some_and(|q| q != 0.0) || limit.is_some_and(|q| q != 0.0) {
+                any = true;
+            }
+            if limit.is_none() || request != limit {
+                guaranteed = false;
+            }
+        }
+    }
+    match (any, guaranteed) {
+        (false, _) => "BestEffort",
+        (true, true) => "Guaranteed",
+        (true, false) => "Burstable",
+    }
+}
+
 /// Pod: upstream's defaults and its table columns (`kubectl get pods -o wide`).
 pub struct PodStrategy;
 impl Strategy for PodStrategy {
@@ -244,20 +277,188 @@ impl Strategy for PodStrategy {
             default_pod_spec(spec);
         }
         if let Some(o) = obj.as_object_mut() {
+            let class = qos_class(&Value::Object(o.clone()));
             if let Some(status) = object(o, "status") {
                 default(status, "phase", json!("Pending"));
+                default(status, "qosClass", json!(class));
             }
         }
     }
 
-    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
             default_pod_spec(spec);
+            // Ephemeral containers change through `ephemeralcontainers` alone.
+            match old["spec"].get("ephemeralContainers") {
+                Some(e) => spec.insert("ephemeralContainers".into(), e.clone()),
+                None => spec.remove("ephemeralContainers"),
+            };
         }
+    }
+
+    fn validate_create(&self, obj: &Value) -> Vec<StatusCause> {
+        if obj["spec"]["ephemeralContainers"]
+            .as_array()
+            .is_some_and(|e| !e.is_empty())
+        {
+            return vec![StatusCause::forbidden(
+                "spec.ephemeralContainers",
+                "cannot be set on create",
+            )];
+        }
+        Vec::new()
+    }
+
+    fn deletes_gracefully(&self) -> bool {
+        true
+    }
+
+    /// Upstream's `CheckGracefulDelete`: the requested period, else the pod's
+    /// `terminationGracePeriodSeconds`; at once for a pod no node runs (unscheduled)
+    /// or that has finished.
+    fn grace_period(&self, obj: &Value, requested: Option<i64>) -> Option<i64> {
+        let mut period = requested
+            .or_else(|| obj["spec"]["terminationGracePeriodSeconds"].as_i64())
+            .unwrap_or(0);
+        if obj["spec"]["nodeName"].as_str().is_none_or(str::is_empty)
+            || matches!(
+                obj["status"]["phase"].as_str(),
+                Some("Failed" | "Succeeded")
+            )
+        {
+            period = 0;
+        }
+        Some(if period < 0 { 1 } else { period })
+    }
+
+    fn returns_deleted_object(&self) -> bool {
+        true
     }
 
     fn tracks_generation(&self) -> bool {
         false
+    }
+}
+
+/// The labels a Job's pods get when its selector is generated: upstream's current and
+/// legacy names of the job's name and uid.
+const JOB_NAME_LABELS: [&str; 2] = ["job-name", "batch.kubernetes.io/job-name"];
+const CONTROLLER_UID_LABELS: [&str; 2] = ["controller-uid", "batch.kubernetes.io/controller-uid"];
+/// The label a generated selector selects.
+const CONTROLLER_UID: &str = "batch.kubernetes.io/controller-uid";
+
+/// Job: its pod template's defaults and, unless `spec.manualSelector` is true, a
+/// selector generated on create with the labels it selects on the template, as
+/// upstream's job strategy does; the selector never changes.
+pub struct JobStrategy;
+impl Strategy for JobStrategy {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        SPEC_TEMPLATE.prepare_for_create(obj);
+        if obj["spec"]["manualSelector"] == json!(true) || !obj["spec"].is_object() {
+            return;
+        }
+        let name = obj["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let uid = obj["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+            return;
+        };
+        if let Some(template) = object(spec, "template") {
+            if let Some(meta) = object(template, "metadata") {
+                if let Some(labels) = object(meta, "labels") {
+                    // Labels the user set are kept (validation then says what is wrong).
+                    for key in JOB_NAME_LABELS {
+                        default(labels, key, json!(name));
+                    }
+                    for key in CONTROLLER_UID_LABELS {
+                        default(labels, key, json!(uid));
+                    }
+                }
+            }
+        }
+        if let Some(selector) = object(spec, "selector") {
+            if let Some(match_labels) = object(selector, "matchLabels") {
+                default(match_labels, CONTROLLER_UID, json!(uid));
+            }
+        }
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        // The template's defaults alone: a selector is generated on create only.
+        SPEC_TEMPLATE.prepare_for_update(new, old);
+    }
+
+    fn validate_create(&self, obj: &Value) -> Vec<StatusCause> {
+        let spec = &obj["spec"];
+        if spec["manualSelector"] == json!(true) {
+            // The user's selector: it must be there and select the template's labels.
+            let selector = &spec["selector"];
+            if !selector.is_object() {
+                return vec![StatusCause::required("spec.selector", "")];
+            }
+            let labels = crate::api::selectors::labels_of(&spec["template"]);
+            let selects = crate::api::selectors::LabelSelector::from_json(selector)
+                .is_ok_and(|s| s.matches(&labels));
+            if !selects {
+                return vec![StatusCause::invalid_value(
+                    "spec.template.metadata.labels",
+                    &spec["template"]["metadata"]["labels"],
+                    "`selector` does not match template `labels`",
+                )];
+            }
+            return Vec::new();
+        }
+        let labels = &spec["template"]["metadata"]["labels"];
+        let path = "spec.template.metadata.labels";
+        let mut causes = Vec::new();
+        let uid = obj["metadata"]["uid"].as_str().unwrap_or_default();
+        let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+        for (key, want) in [
+            (CONTROLLER_UID_LABELS[0], uid),
+            (JOB_NAME_LABELS[0], name),
+            (CONTROLLER_UID_LABELS[1], uid),
+            (JOB_NAME_LABELS[1], name),
+        ] {
+            let must = format!("must be '{want}'");
+            match labels[key].as_str() {
+                None => causes.push(StatusCause::required(&format!("{path}[{key}]"), &must)),
+                Some(v) if v != want => causes.push(StatusCause::invalid_value(
+                    &format!("{path}[{key}]"),
+                    labels,
+                    &must,
+                )),
+                Some(_) => {}
+            }
+        }
+        let generated = json!({ "matchLabels": { CONTROLLER_UID: uid } });
+        if spec["selector"] != generated {
+            causes.push(StatusCause::invalid_value(
+                "spec.selector",
+                &spec["selector"],
+                "`selector` not auto-generated",
+            ));
+        }
+        causes
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<StatusCause> {
+        if new["spec"]["selector"] != old["spec"]["selector"] {
+            return vec![StatusCause::invalid_value(
+                "spec.selector",
+                &new["spec"]["selector"],
+                "field is immutable",
+            )];
+        }
+        Vec::new()
+    }
+
+    fn allow_unconditional_update(&self) -> bool {
+        true
     }
 }
 

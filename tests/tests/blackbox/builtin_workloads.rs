@@ -568,6 +568,8 @@ async fn kubectl_drain_evicts_a_nodes_pods_and_evictions_respect_disruption_budg
         "node1",
         "--force",
         "--ignore-daemonsets",
+        // Pods on a node are deleted gracefully; no kubelet ends them sooner.
+        "--grace-period=1",
         "--timeout=30s",
     ]);
     assert!(drained.contains("pod/p1 evicted"), "{drained}");

@@ -15,6 +15,7 @@ mod authentication;
 mod bad_input;
 mod builtin_controllers;
 mod builtin_kinds;
+mod builtin_subresources;
 mod builtin_workloads;
 mod command_line;
 mod config_data;

@@ -13,8 +13,8 @@ use crate::endpoints::{ApiState, RequestScope};
 /// Deletes a deletecollection has in flight at once.
 const DELETE_COLLECTION_WORKERS: usize = 32;
 
-/// Deletes one object. Answers a Success Status for built-in kinds and the deleted object
-/// for custom ones, as kube-apiserver does.
+/// Deletes one object. Answers a Success Status for built-in kinds (but pods) and the
+/// deleted object for custom ones, as kube-apiserver does.
 pub(super) async fn delete(
     req: &HttpRequest,
     body: &[u8],
@@ -30,7 +30,7 @@ pub(super) async fn delete(
         .store
         .delete(res, scope.namespace(), name, &opts, admission.as_deref())
         .await?;
-    if deletion.deleted && res.builtin() {
+    if deletion.deleted && res.builtin() && !res.strategy.returns_deleted_object() {
         let mut details = json!({ "name": name, "kind": res.def.plural });
         if let Some(uid) = deletion.object["metadata"]["uid"].as_str() {
             details["uid"] = json!(uid);

@@ -272,7 +272,7 @@ impl Opaque for Quantity {
 
 /// Parses Kubernetes' quantity syntax: a decimal number and an optional binary
 /// (`Ki`…`Ei`), decimal (`n`, `u`, `m`, `k`, `M`…`E`) or exponent (`e3`) suffix.
-fn parse_quantity(s: &str) -> Option<f64> {
+pub(crate) fn parse_quantity(s: &str) -> Option<f64> {
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-')))
         .unwrap_or(s.len());

@@ -25,7 +25,7 @@ pub use cost::{PER_CALL_LIMIT, RUNTIME_BUDGET};
 
 mod cost;
 mod format;
-mod library;
+pub(crate) mod library;
 mod semver;
 pub mod type_check;
 
