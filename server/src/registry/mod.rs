@@ -15,6 +15,7 @@ pub mod managed_fields;
 pub mod patch;
 pub mod propagation;
 pub mod schema;
+pub mod service_claims;
 pub mod service_strategy;
 pub mod services;
 pub mod storage_errors;

@@ -24,7 +24,8 @@ use crate::storage::{KeyValue, ListPage, Metered, ResourceStorages, Storage, Sto
 use super::cacher::Cacher;
 use super::codec::{decode, json_bytes, served, served_one, stored_bytes, with_rv};
 use super::propagation::finalizers_after_delete;
-use super::services::{IpRange, PortRange, Reservation, ServiceAllocator};
+use super::service_claims::ServiceKinds;
+use super::services::{IpRange, PortRange, ServiceAllocator};
 use super::storage_errors::map_err;
 use super::watcher::Watcher;
 
@@ -166,12 +167,15 @@ impl Source {
 pub struct Store {
     /// Each resource's storage (the backend, or the backend behind the resource's
     /// encryption at rest).
-    storages: ResourceStorages,
+    pub(super) storages: ResourceStorages,
     /// One watch cache per resource (by key prefix), started on first use; `None` when
     /// `--watch-cache=false`.
     caches: Option<Arc<WatchCaches>>,
     /// Service cluster IPs and node ports (kinds whose strategy `allocates_addresses`).
     services: Arc<ServiceAllocator>,
+    /// The kinds Service address claims are written with (none in unit tests without
+    /// a catalog: then only this process's reservations keep addresses apart).
+    service_kinds: Option<ServiceKinds>,
 }
 
 /// The watch caches, by resource key prefix.
@@ -196,6 +200,7 @@ impl Store {
             storages,
             caches: watch_cache.then(Default::default),
             services: Default::default(),
+            service_kinds: None,
         }
     }
 
@@ -224,7 +229,7 @@ impl Store {
     }
 
     /// The storage of `res`'s objects, each call timed (`etcd_request_duration_seconds`).
-    fn storage<'a>(&'a self, res: &'a ApiResource) -> Metered<'a> {
+    pub(super) fn storage<'a>(&'a self, res: &'a ApiResource) -> Metered<'a> {
         Metered {
             storage: self.raw_storage(res),
             group: &res.def.group,
@@ -275,7 +280,7 @@ impl Store {
 
     /// Records a write this server made, so `resourceVersion=0` reads of the resource
     /// wait until its cache has it.
-    fn wrote(&self, res: &ApiResource, revision: u64) {
+    pub(super) fn wrote(&self, res: &ApiResource, revision: u64) {
         if let Some(cacher) = self.cacher(res) {
             cacher.note_write(revision);
         }
@@ -641,31 +646,19 @@ impl Store {
         (self.services.cluster_ips, self.services.node_ports)
     }
 
-    /// Fills in (and checks) the addresses `obj` takes (a Service's cluster IP and node
-    /// ports), reserved until the returned guard drops: the caller keeps it until its
-    /// write is answered. What is taken is read consistently from the stored objects of
-    /// `res` under the allocator's lock, so two writes never take the same address.
-    async fn allocate(
-        &self,
-        res: &ApiResource,
-        obj: &mut Value,
-        old: Option<&Value>,
-    ) -> Result<Option<Reservation>, ApiError> {
-        if !res.strategy.allocates_addresses() {
-            return Ok(None);
-        }
-        let _choosing = self.services.choosing.lock().await;
-        // Reservations first, then the stored objects (see `registry::services`).
-        let mut taken = self.services.in_flight();
-        let stored = self.list(res, None, &ListOptions::default()).await?;
-        for svc in &stored.items {
-            taken.add_service(svc);
-        }
-        let name = meta_str(obj, "name").unwrap_or_default().to_string();
-        self.services
-            .assign(obj, old, taken)
-            .map(Some)
-            .map_err(|causes| ApiError::invalid(res, &name, causes))
+    /// The same store, claiming Service addresses in storage with the catalog's
+    /// `Service` and `IPAddress` kinds (see `registry::service_claims`).
+    pub fn with_service_kinds(mut self, catalog: &crate::catalog::Catalog) -> Self {
+        self.service_kinds = ServiceKinds::from_catalog(catalog);
+        self
+    }
+
+    pub(super) fn service_allocator(&self) -> &ServiceAllocator {
+        &self.services
+    }
+
+    pub(super) fn service_kinds(&self) -> Option<&ServiceKinds> {
+        self.service_kinds.as_ref()
     }
 
     /// The store's current revision.
@@ -756,8 +749,15 @@ impl Store {
         }
         strategy.prepare_for_create(&mut obj);
         schema::apply_defaults(&mut obj, &res.schema);
-        // Held until this create is answered (stored or not).
-        let _reservation = self.allocate(res, &mut obj, None).await?;
+        // A kind that claims addresses for the object names it in the claims: its
+        // generated name is chosen first, and not chosen again (a taken one is 409).
+        let renames = generated && !strategy.allocates_addresses();
+        if generated && !renames {
+            let name = format!("{generate_name}{}", random_suffix());
+            metadata_mut(&mut obj).insert("name".into(), json!(name));
+        }
+        // Held until this create is answered; committed once it is stored.
+        let mut claims = self.allocate(res, &mut obj, None, ctx.dry_run).await?;
         {
             let meta = metadata_mut(&mut obj);
             meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
@@ -771,7 +771,7 @@ impl Store {
         }
         // generateName: retry with a fresh suffix when the generated name is taken.
         for _ in 0..8 {
-            if generated {
+            if renames {
                 let name = format!("{generate_name}{}", random_suffix());
                 metadata_mut(&mut obj).insert("name".into(), json!(name));
             }
@@ -793,9 +793,12 @@ impl Store {
             {
                 Ok(rev) => {
                     self.wrote(res, rev);
+                    if let Some(claims) = claims.take() {
+                        claims.commit().await;
+                    }
                     return Ok(with_rv(obj, rev));
                 }
-                Err(StorageError::AlreadyExists(_)) if generated => continue,
+                Err(StorageError::AlreadyExists(_)) if renames => continue,
                 Err(e) => return Err(map_err(res, &name, e)),
             }
         }
@@ -1016,14 +1019,15 @@ impl Store {
             strategy.prepare_for_update(&mut obj, &old);
         }
         schema::apply_defaults(&mut obj, &res.schema);
-        let _reservation = if target == Target::Main {
+        let claims = if target == Target::Main {
             // Immutability first: a changed cluster IP is refused as such, not
             // allocated.
             let causes = strategy.validate_update(&obj, &old);
             if !causes.is_empty() {
                 return Err(ApiError::invalid(res, name, causes));
             }
-            self.allocate(res, &mut obj, Some(&old)).await?
+            self.allocate(res, &mut obj, Some(&old), ctx.dry_run)
+                .await?
         } else {
             None
         };
@@ -1073,6 +1077,8 @@ impl Store {
                 .await
                 .map_err(|e| map_err(res, name, e))?;
             self.wrote(res, rev);
+            drop(claims);
+            self.released_with(res, &old).await;
             return Ok(with_rv(obj, rev));
         }
         let rev = self
@@ -1085,6 +1091,9 @@ impl Store {
             .await
             .map_err(|e| map_err(res, name, e))?;
         self.wrote(res, rev);
+        if let Some(claims) = claims {
+            claims.commit().await;
+        }
         Ok(with_rv(obj, rev))
     }
 
@@ -1187,6 +1196,7 @@ impl Store {
             .await
             .map_err(|e| map_err(res, name, e))?;
         self.wrote(res, rev);
+        self.released_with(res, &obj).await;
         Ok(Deletion {
             object: obj,
             deleted: true,
