@@ -90,6 +90,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         Some(path) => Some(EncryptionConfig::load(path)?),
         None => None,
     };
+    crate::metrics::disable(&opts.disabled_metrics);
     let storage: Arc<dyn Storage> = crate::storage::open(&opts.storage_config()).await?;
     let storages = ResourceStorages::new(storage.clone(), encryption.as_ref());
     let store = Store::new(storages, opts.watch_cache)
