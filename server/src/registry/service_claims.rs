@@ -96,6 +96,19 @@ impl AddressClaims {
     }
 }
 
+impl AddressClaims {
+    /// The write failed: the claims it made are removed (those of addresses the stored
+    /// Service holds excepted, see [`Store::release`]).
+    pub async fn roll_back(mut self) {
+        self.done = true;
+        if let Some(store) = &self.store {
+            if !self.claimed.is_empty() {
+                store.release(&self.parent, &self.claimed).await;
+            }
+        }
+    }
+}
+
 impl Drop for AddressClaims {
     fn drop(&mut self) {
         if self.done || self.claimed.is_empty() {
@@ -105,7 +118,8 @@ impl Drop for AddressClaims {
         else {
             return;
         };
-        // The write failed (or was refused) after claiming: give the addresses back.
+        // Dropped unsettled (the request was cancelled mid-write): give the addresses
+        // back (a write that was stored after all keeps those its Service holds).
         let (parent, claimed) = (self.parent.clone(), std::mem::take(&mut self.claimed));
         runtime.spawn(async move { store.release(&parent, &claimed).await });
     }

@@ -24,7 +24,7 @@ use crate::storage::{KeyValue, ListPage, Metered, ResourceStorages, Storage, Sto
 use super::cacher::Cacher;
 use super::codec::{decode, json_bytes, served, served_one, stored_bytes, with_rv};
 use super::propagation::finalizers_after_delete;
-use super::service_claims::ServiceKinds;
+use super::service_claims::{AddressClaims, ServiceKinds};
 use super::services::{IpRange, PortRange, ServiceAllocator};
 use super::storage_errors::map_err;
 use super::watcher::Watcher;
@@ -757,7 +757,26 @@ impl Store {
             metadata_mut(&mut obj).insert("name".into(), json!(name));
         }
         // Held until this create is answered; committed once it is stored.
-        let mut claims = self.allocate(res, &mut obj, None, ctx.dry_run).await?;
+        let claims = self.allocate(res, &mut obj, None, ctx.dry_run).await?;
+        let outcome = self
+            .create_allocated(res, ns, obj, ctx, renames, &generate_name)
+            .await;
+        Self::settle(claims, outcome).await
+    }
+
+    /// The rest of [`Store::create`], once addresses are allocated: metadata, then
+    /// validation, admission and the storage write (again under a fresh generated name
+    /// when `renames` and the name is taken).
+    async fn create_allocated(
+        &self,
+        res: &ApiResource,
+        ns: Option<&str>,
+        mut obj: Value,
+        ctx: &WriteContext,
+        renames: bool,
+        generate_name: &str,
+    ) -> Result<Value, ApiError> {
+        let strategy = res.strategy;
         {
             let meta = metadata_mut(&mut obj);
             meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
@@ -793,9 +812,6 @@ impl Store {
             {
                 Ok(rev) => {
                     self.wrote(res, rev);
-                    if let Some(claims) = claims.take() {
-                        claims.commit().await;
-                    }
                     return Ok(with_rv(obj, rev));
                 }
                 Err(StorageError::AlreadyExists(_)) if renames => continue,
@@ -805,6 +821,21 @@ impl Store {
         Err(ApiError::internal(format!(
             "could not find a free name for generateName {generate_name:?}"
         )))
+    }
+
+    /// Ends a write's address claims: kept (and what it dropped released) when the write
+    /// was stored, removed when it failed.
+    async fn settle(
+        claims: Option<AddressClaims>,
+        outcome: Result<Value, ApiError>,
+    ) -> Result<Value, ApiError> {
+        if let Some(claims) = claims {
+            match &outcome {
+                Ok(_) => claims.commit().await,
+                Err(_) => claims.roll_back().await,
+            }
+        }
+        outcome
     }
 
     /// Replaces an object (PUT), honouring a resourceVersion precondition in the body.
@@ -1031,70 +1062,73 @@ impl Store {
         } else {
             None
         };
-        if strategy.tracks_generation() && spec_part(&obj) != spec_part(&old) {
-            let generation = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
-            metadata_mut(&mut obj).insert("generation".into(), json!(generation));
-        }
-        self.validate(res, &obj, Some(&old), name)?;
-        if let Some(admission) = &ctx.admission {
-            admission
-                .validate(Operation::Update, admission_target, Some(&obj), Some(&old))
-                .await?;
-        }
-        if !ctx.apply {
-            // managedFields are the server's: carry them over, then record this write.
-            match old["metadata"].get("managedFields") {
-                Some(mf) => metadata_mut(&mut obj).insert("managedFields".into(), mf.clone()),
-                None => metadata_mut(&mut obj).remove("managedFields"),
-            };
-            let subresource = (target == Target::Status).then_some("status");
-            managed_fields::record_update(
-                &mut obj,
-                Some(&old),
-                res,
-                &ctx.manager,
-                subresource,
-                &now_rfc3339(),
-            );
-        }
-        if obj == old && !stale {
-            // Nothing changed: no write, same resourceVersion. A stale read (an older
-            // encryption key or provider) is rewritten anyway, so that replacing every
-            // object re-encrypts it with the current key.
-            return Ok(old);
-        }
-        let finalized = meta_str(&obj, "deletionTimestamp").is_some()
-            && !has_finalizers(&obj)
-            && !strategy.blocks_deletion(&obj);
-        if ctx.dry_run {
-            return Ok(obj);
-        }
-        if finalized {
-            // The last finalizer is gone: the object disappears.
-            let (_, rev) = self
+        // Claims made for this write are committed once it is stored, else removed.
+        let outcome = async {
+            if strategy.tracks_generation() && spec_part(&obj) != spec_part(&old) {
+                let generation = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
+                metadata_mut(&mut obj).insert("generation".into(), json!(generation));
+            }
+            self.validate(res, &obj, Some(&old), name)?;
+            if let Some(admission) = &ctx.admission {
+                admission
+                    .validate(Operation::Update, admission_target, Some(&obj), Some(&old))
+                    .await?;
+            }
+            if !ctx.apply {
+                // managedFields are the server's: carry them over, then record this write.
+                match old["metadata"].get("managedFields") {
+                    Some(mf) => metadata_mut(&mut obj).insert("managedFields".into(), mf.clone()),
+                    None => metadata_mut(&mut obj).remove("managedFields"),
+                };
+                let subresource = (target == Target::Status).then_some("status");
+                managed_fields::record_update(
+                    &mut obj,
+                    Some(&old),
+                    res,
+                    &ctx.manager,
+                    subresource,
+                    &now_rfc3339(),
+                );
+            }
+            if obj == old && !stale {
+                // Nothing changed: no write, same resourceVersion. A stale read (an older
+                // encryption key or provider) is rewritten anyway, so that replacing every
+                // object re-encrypts it with the current key.
+                return Ok(old);
+            }
+            let finalized = meta_str(&obj, "deletionTimestamp").is_some()
+                && !has_finalizers(&obj)
+                && !strategy.blocks_deletion(&obj);
+            if ctx.dry_run {
+                return Ok(obj);
+            }
+            if finalized {
+                // The last finalizer is gone: the object disappears.
+                let (_, rev) = self
+                    .storage(res)
+                    .delete(&Self::key(res, ns, name), Some(old_rev))
+                    .await
+                    .map_err(|e| map_err(res, name, e))?;
+                self.wrote(res, rev);
+                // What the object held, before and as written, goes with it.
+                self.released_with(res, &old).await;
+                self.released_with(res, &obj).await;
+                return Ok(with_rv(obj, rev));
+            }
+            let rev = self
                 .storage(res)
-                .delete(&Self::key(res, ns, name), Some(old_rev))
+                .update(
+                    &Self::key(res, ns, name),
+                    old_rev,
+                    stored_bytes(res, &obj).await?,
+                )
                 .await
                 .map_err(|e| map_err(res, name, e))?;
             self.wrote(res, rev);
-            drop(claims);
-            self.released_with(res, &old).await;
-            return Ok(with_rv(obj, rev));
+            Ok(with_rv(obj, rev))
         }
-        let rev = self
-            .storage(res)
-            .update(
-                &Self::key(res, ns, name),
-                old_rev,
-                stored_bytes(res, &obj).await?,
-            )
-            .await
-            .map_err(|e| map_err(res, name, e))?;
-        self.wrote(res, rev);
-        if let Some(claims) = claims {
-            claims.commit().await;
-        }
-        Ok(with_rv(obj, rev))
+        .await;
+        Self::settle(claims, outcome).await
     }
 
     /// Deletes an object. With finalizers (or a kind-level deletion block, such as a

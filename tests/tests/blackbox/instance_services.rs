@@ -309,3 +309,36 @@ fn the_kubernetes_endpoints_list_every_live_instance_until_it_stops() {
             && slice_ports(&b) == [("kubernetes".to_string(), pb)]
     });
 }
+
+#[test]
+fn a_write_refused_after_its_address_was_claimed_gives_the_address_back() {
+    let s = TestServer::start();
+    // Claimed, then refused by validation (two ports need names).
+    let refused = json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": { "name": "refused" },
+        "spec": { "type": "NodePort", "clusterIP": "10.0.0.50",
+                  "ports": [{ "port": 80, "nodePort": 30050 }, { "port": 81 }] },
+    });
+    let file = s.write_file("refused.json", &refused.to_string());
+    let err = s.kubectl_err(&["create", "-f", file.to_str().unwrap()]);
+    assert!(err.contains("spec.ports[1].name: Required value"), "{err}");
+    let claims = s.kubectl_ok(&["get", "ipaddresses", "-o", "name"]);
+    assert!(!claims.contains("10.0.0.50"), "{claims}");
+
+    // Both are free at once for the next Service.
+    let taken = json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": { "name": "taken" },
+        "spec": { "type": "NodePort", "clusterIP": "10.0.0.50",
+                  "ports": [{ "port": 80, "nodePort": 30050 }] },
+    });
+    let file = s.write_file("taken.json", &taken.to_string());
+    s.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
+    let parent = s.kubectl_ok(&[
+        "get",
+        "ipaddress",
+        "10.0.0.50",
+        "-o",
+        "jsonpath={.spec.parentRef.name}",
+    ]);
+    assert_eq!(parent, "taken");
+}
