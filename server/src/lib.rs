@@ -18,6 +18,7 @@ pub mod controllers;
 pub mod discovery;
 pub mod docs;
 pub mod endpoints;
+pub mod feature_gates;
 pub mod filters;
 #[rustfmt::skip]
 pub mod generated;

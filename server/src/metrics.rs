@@ -72,6 +72,28 @@ pub struct Metrics {
     revision_callers: IntCounter,
 }
 
+/// The metric families `--disabled-metrics` leaves out of `/metrics`.
+static DISABLED: std::sync::OnceLock<std::collections::BTreeSet<String>> =
+    std::sync::OnceLock::new();
+
+/// Leaves the metric families `names` (fully qualified) out of `/metrics` from now on
+/// (`--disabled-metrics`; set once, at start-up).
+pub fn disable(names: &[String]) {
+    if !names.is_empty() {
+        let _ = DISABLED.set(names.iter().cloned().collect());
+    }
+}
+
+/// The only value `--show-hidden-metrics-for-version` takes: the minor version before
+/// the one this server reports (`1.31` for v1.32), as upstream allows.
+pub fn previous_minor_version() -> String {
+    let version = crate::server::health::GIT_VERSION.trim_start_matches('v');
+    let mut parts = version.split(['.', '+', '-']);
+    let major = parts.next().unwrap_or("1");
+    let minor: u32 = parts.next().and_then(|m| m.parse().ok()).unwrap_or(1);
+    format!("{major}.{}", minor.saturating_sub(1))
+}
+
 /// The process-wide metrics.
 pub fn metrics() -> &'static Metrics {
     static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -299,11 +321,15 @@ impl Metrics {
         }
     }
 
-    /// The exposition in Prometheus' text format.
+    /// The exposition in Prometheus' text format, without the `--disabled-metrics`.
     fn render(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(64 * 1024);
+        let mut families = self.registry.gather();
+        if let Some(disabled) = DISABLED.get() {
+            families.retain(|f| !disabled.contains(f.name()));
+        }
         // Encoding fails only on invalid metric families, which ours are not.
-        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
+        let _ = TextEncoder::new().encode(&families, &mut out);
         out
     }
 }

@@ -10,16 +10,18 @@ use std::time::Duration;
 use clap::{CommandFactory, FromArgMatches, Parser};
 
 /// The sections of `--help`, in kube-apiserver's order (its named flag sets). Sections
-/// whose flags this server has none of (features, API enablement, egress selector,
-/// metrics, traces) are left out.
+/// whose flags this server has none of (API enablement, egress selector, traces) are
+/// left out.
 pub mod sections {
     pub const GENERIC: &str = "Generic flags";
     pub const ETCD: &str = "Etcd flags";
     pub const SECURE_SERVING: &str = "Secure serving flags";
     pub const AUDITING: &str = "Auditing flags";
+    pub const FEATURES: &str = "Features flags";
     pub const AUTHENTICATION: &str = "Authentication flags";
     pub const AUTHORIZATION: &str = "Authorization flags";
     pub const ADMISSION: &str = "Admission flags";
+    pub const METRICS: &str = "Metrics flags";
     pub const LOGS: &str = "Logs flags";
     pub const MISC: &str = "Misc flags";
     pub const GLOBAL: &str = "Global flags";
@@ -44,6 +46,10 @@ const HELP_TEMPLATE: &str = "{about-with-newline}\nUsage:\n  {usage}\n\n{all-arg
 )]
 pub struct ServerRunOptions {
     // Generic flags.
+    /// A set of key=value pairs that describe feature gates (see `feature_gates`).
+    #[arg(long = "feature-gates", help = crate::feature_gates::help(), help_heading = sections::GENERIC, value_name = "mapStringBool")]
+    pub feature_gates: Vec<String>,
+
     /// The most mutating requests (create, update, patch, delete) served at once; more
     /// get 429 with Retry-After. 0: no limit.
     #[arg(long = "max-mutating-requests-inflight", default_value_t = 200, help_heading = sections::GENERIC, value_name = "int")]
@@ -275,6 +281,45 @@ pub struct ServerRunOptions {
     #[arg(long = "audit-webhook-version", default_value = "audit.k8s.io/v1", help_heading = sections::AUDITING, value_name = "string")]
     pub audit_webhook_version: String,
 
+    // Features flags.
+    /// Whether profiling also records blocking (contention). This server has no
+    /// profiling endpoints, so only false is accepted.
+    #[arg(
+        long = "contention-profiling",
+        default_value_t = false,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set,
+        help_heading = sections::FEATURES
+    )]
+    pub contention_profiling: bool,
+
+    /// Whether requests are queued and limited by API Priority and Fairness. This
+    /// server limits them with --max-requests-inflight and
+    /// --max-mutating-requests-inflight instead (kube-apiserver's behaviour when this
+    /// is false), so only false is accepted.
+    #[arg(
+        long = "enable-priority-and-fairness",
+        default_value_t = false,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set,
+        help_heading = sections::FEATURES
+    )]
+    pub enable_priority_and_fairness: bool,
+
+    /// Whether /debug/pprof/ serves profiles of the running process. This server has
+    /// no profiling endpoints, so only false is accepted.
+    #[arg(
+        long = "profiling",
+        default_value_t = false,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set,
+        help_heading = sections::FEATURES
+    )]
+    pub profiling: bool,
+
     // Authentication flags.
     /// Requests without credentials are served as `system:anonymous` (group
     /// `system:unauthenticated`), allowed what the authorizers grant them; with false
@@ -436,6 +481,18 @@ pub struct ServerRunOptions {
         help_heading = sections::ADMISSION
     )]
     pub enable_admission_plugins: Vec<String>,
+
+    // Metrics flags.
+    /// Metrics to leave out of /metrics, each by its full name (comma-separated): a way
+    /// around a metric that misbehaves.
+    #[arg(long = "disabled-metrics", value_delimiter = ',', help_heading = sections::METRICS, value_name = "strings")]
+    pub disabled_metrics: Vec<String>,
+
+    /// Show the metrics hidden in the given version; only the minor version before this
+    /// server's is accepted. This server hides no metrics, so the value is checked and
+    /// changes nothing.
+    #[arg(long = "show-hidden-metrics-for-version", help_heading = sections::METRICS, value_name = "string")]
+    pub show_hidden_metrics_for_version: Option<String>,
 
     // Logs flags.
     /// Sets the log format: text (klog's lines) or json (one object per line, klog's
@@ -930,6 +987,7 @@ impl ServerRunOptions {
         }
         self.validate_etcd(&mut errors);
         self.validate_auth(&mut errors);
+        self.validate_features_and_metrics(&mut errors);
         if let Err(e) = self.service_allocator() {
             errors.extend(e);
         }
@@ -989,6 +1047,48 @@ impl ServerRunOptions {
             retry_period: self.leader_elect_retry_period,
             namespace: self.leader_elect_resource_namespace.clone(),
             name: self.leader_elect_resource_name.clone(),
+        }
+    }
+
+    /// The Features and Metrics sections: what this server cannot do is refused by value.
+    fn validate_features_and_metrics(&self, errors: &mut Vec<String>) {
+        for value in &self.feature_gates {
+            errors.extend(crate::feature_gates::check(value));
+        }
+        for (flag, on) in [
+            ("--profiling", self.profiling),
+            ("--contention-profiling", self.contention_profiling),
+        ] {
+            if on {
+                errors.push(format!(
+                    "{flag}=true is not supported by this server: it serves no /debug/pprof profiling endpoints"
+                ));
+            }
+        }
+        if self.enable_priority_and_fairness {
+            errors.push("--enable-priority-and-fairness=true is not supported by this server: it limits requests with --max-requests-inflight and --max-mutating-requests-inflight (as kube-apiserver with --enable-priority-and-fairness=false)".into());
+        }
+        if let Some(version) = self
+            .show_hidden_metrics_for_version
+            .as_deref()
+            .filter(|v| !v.is_empty())
+        {
+            let previous = crate::metrics::previous_minor_version();
+            if version != previous {
+                errors.push(format!("--show-hidden-metrics-for-version must be omitted or have the value '{previous}'. Only the previous minor version is allowed"));
+            }
+        }
+        for name in &self.disabled_metrics {
+            let valid = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+                && !name.starts_with(|c: char| c.is_ascii_digit());
+            if !valid {
+                errors.push(format!(
+                    "--disabled-metrics {name:?}: not a metric name (letters, digits, '_' and ':')"
+                ));
+            }
         }
     }
 
@@ -1358,12 +1458,12 @@ mod tests {
             "--logging-format=xml",
             "--vmodule=*.go=3",
             "--secure-port=0",
-            "--profiling",
+            "--debug-socket-path=/tmp/s",
         ]);
         assert_eq!(errors.len(), 4, "{errors:?}");
         assert_eq!(
             errors[0],
-            "flag --profiling is not supported by this server"
+            "flag --debug-socket-path is not supported by this server"
         );
         assert!(errors
             .iter()

@@ -2,6 +2,7 @@
 
 pub mod crd;
 pub mod definitions;
+pub mod endpoint_reconciler;
 pub mod event_ttl;
 pub mod garbage_collector;
 pub mod leader_election;

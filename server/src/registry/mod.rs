@@ -17,6 +17,7 @@ pub mod parts;
 pub mod patch;
 pub mod propagation;
 pub mod schema;
+pub mod service_claims;
 pub mod service_strategy;
 pub mod services;
 pub mod storage_errors;

@@ -1,15 +1,14 @@
 //! Service cluster IPs and node ports: the ranges (`--service-cluster-ip-range`,
-//! `--service-node-port-range`) and the allocator.
+//! `--service-node-port-range`), the choice of free addresses, and what the storage
+//! claims of them look like (`registry::service_claims` writes them).
 //!
-//! The allocated set is never stored on its own: it is what the stored Services hold
-//! (read consistently, through the watch cache when it is current), plus what creates
-//! and updates in flight in this process have reserved. One lock serialises the choice,
-//! and a reservation lasts until its write has been answered; the next choice copies
-//! the reservations first and then reads the stored Services consistently, so a write
-//! that ends in between is seen in one or the other. Restarts read the stored Services
-//! again; a delete frees its addresses with the object.
+//! What is taken is the union of: the claims in storage (an `IPAddress` object per
+//! cluster IP, a key per node port), the addresses the stored Services hold (Services
+//! stored before claims existed have none), and what writes in flight in this process
+//! have reserved. One lock per process serialises the choice; a claim is created
+//! if absent, so two API server instances on one storage never both get one address.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 
@@ -139,6 +138,25 @@ pub struct Taken {
 }
 
 impl Taken {
+    pub fn is_empty(&self) -> bool {
+        self.ips.is_empty() && self.ports.is_empty()
+    }
+
+    /// What `self` holds that `other` does not.
+    pub fn minus(&self, other: &Taken) -> Taken {
+        Taken {
+            ips: self.ips.difference(&other.ips).copied().collect(),
+            ports: self.ports.difference(&other.ports).copied().collect(),
+        }
+    }
+
+    /// What a Service holds.
+    pub fn of_service(svc: &Value) -> Taken {
+        let mut taken = Taken::default();
+        taken.add_service(svc);
+        taken
+    }
+
     /// Adds what a stored Service holds.
     pub fn add_service(&mut self, svc: &Value) {
         let (ips, ports) = held(svc);
@@ -148,7 +166,7 @@ impl Taken {
 }
 
 /// The cluster IPs and node ports a Service holds.
-fn held(svc: &Value) -> (Vec<Ipv4Addr>, Vec<u16>) {
+pub fn held(svc: &Value) -> (Vec<Ipv4Addr>, Vec<u16>) {
     let spec = &svc["spec"];
     let mut ips: Vec<Ipv4Addr> = spec["clusterIPs"]
         .as_array()
@@ -194,6 +212,14 @@ pub const DEFAULT_NODE_PORT_RANGE: &str = "30000-32767";
 pub struct Reservation {
     taken: Taken,
     in_flight: Arc<Mutex<Taken>>,
+}
+
+impl Reservation {
+    /// The addresses this reservation holds: what the write takes that the stored
+    /// object did not hold already.
+    pub fn taken(&self) -> &Taken {
+        &self.taken
+    }
 }
 
 impl Drop for Reservation {
@@ -284,11 +310,7 @@ impl ServiceAllocator {
                                 &format!("failed to allocate IP {ip}: the provided IP ({ip}) is not in the valid range. The range of valid IPs is {}", self.cluster_ips),
                             ))
                         }
-                        Ok(addr) if stored.ips.contains(&addr) => causes.push(invalid_shown(
-                            "spec.clusterIPs",
-                            &quoted,
-                            &format!("failed to allocate IP {ip}: provided IP is already allocated"),
-                        )),
+                        Ok(addr) if stored.ips.contains(&addr) => causes.push(ip_taken(addr)),
                         Ok(addr) => {
                             mine.ips.insert(addr);
                         }
@@ -331,11 +353,7 @@ impl ServiceAllocator {
                                     &format!("provided port is not in the valid range. The range of valid ports is {}", self.node_ports),
                                 ))
                             }
-                            Some(p) if used.contains(&p) => causes.push(StatusCause::invalid_value(
-                                &field,
-                                &json!(p),
-                                "provided port is already allocated",
-                            )),
+                            Some(p) if used.contains(&p) => causes.push(port_taken(i, p)),
                             Some(p) => {
                                 used.insert(p);
                                 mine.ports.insert(p);
@@ -398,6 +416,178 @@ impl ServiceAllocator {
         (0..size)
             .map(|i| self.node_ports.first + ((start + i) % size) as u16)
             .find(|p| !taken.contains(p))
+    }
+}
+
+/// Upstream's cause for a requested cluster IP that is taken.
+pub fn ip_taken(ip: Ipv4Addr) -> StatusCause {
+    invalid_shown(
+        "spec.clusterIPs",
+        &format!("[]string{{\"{ip}\"}}"),
+        &format!("failed to allocate IP {ip}: provided IP is already allocated"),
+    )
+}
+
+/// Upstream's cause for a requested node port (of `spec.ports[index]`) that is taken.
+pub fn port_taken(index: usize, port: u16) -> StatusCause {
+    StatusCause::invalid_value(
+        &format!("spec.ports[{index}].nodePort"),
+        &json!(port),
+        "provided port is already allocated",
+    )
+}
+
+/// The index in `svc`'s ports of the one asking for node port `port`.
+pub fn port_index(svc: &Value, port: u16) -> usize {
+    svc["spec"]["ports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .position(|p| p["nodePort"].as_u64() == Some(u64::from(port)))
+        .unwrap_or(0)
+}
+
+/// The Service an address is claimed for (an `IPAddress`'s `spec.parentRef`, a node
+/// port claim's value).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Parent {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl Parent {
+    /// The Service `svc` (its namespace and name).
+    pub fn of(svc: &Value) -> Parent {
+        let meta = &svc["metadata"];
+        Parent {
+            namespace: meta["namespace"].as_str().unwrap_or_default().to_string(),
+            name: meta["name"].as_str().unwrap_or_default().to_string(),
+        }
+    }
+
+    /// The Service an `IPAddress` names as its parent; `None` for another kind's.
+    pub fn of_ip_address(obj: &Value) -> Option<Parent> {
+        let r = &obj["spec"]["parentRef"];
+        if !r["group"].as_str().unwrap_or_default().is_empty() || r["resource"] != "services" {
+            return None;
+        }
+        Some(Parent {
+            namespace: r["namespace"].as_str().unwrap_or_default().to_string(),
+            name: r["name"].as_str()?.to_string(),
+        })
+    }
+
+    /// The Service a node port claim's value names.
+    pub fn of_port_claim(value: &[u8]) -> Option<Parent> {
+        let v: Value = serde_json::from_slice(value).ok()?;
+        Some(Parent {
+            namespace: v["namespace"].as_str()?.to_string(),
+            name: v["name"].as_str()?.to_string(),
+        })
+    }
+
+    /// A node port claim's value.
+    pub fn port_claim(&self) -> Vec<u8> {
+        json!({ "namespace": self.namespace, "name": self.name })
+            .to_string()
+            .into_bytes()
+    }
+
+    /// The `IPAddress` object that claims `ip` for this Service, as upstream's
+    /// allocator writes it.
+    pub fn ip_address(&self, ip: Ipv4Addr) -> Value {
+        json!({
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "IPAddress",
+            "metadata": {
+                "name": ip.to_string(),
+                "labels": { IP_FAMILY_LABEL: "IPv4", MANAGED_BY_LABEL: IP_ALLOCATOR },
+            },
+            "spec": { "parentRef": {
+                "resource": "services", "namespace": self.namespace, "name": self.name,
+            } },
+        })
+    }
+}
+
+/// Upstream's labels on the `IPAddress` objects its allocator writes.
+pub const MANAGED_BY_LABEL: &str = "ipaddress.kubernetes.io/managed-by";
+pub const IP_FAMILY_LABEL: &str = "ipaddress.kubernetes.io/ip-family";
+/// The allocator's name in [`MANAGED_BY_LABEL`] (upstream's).
+pub const IP_ALLOCATOR: &str = "ipallocator.k8s.io";
+
+/// One claim as the repair pass reads it: the address, the Service it names (if any),
+/// and whether the allocator wrote it (only those are removed).
+#[derive(Debug, Clone)]
+pub struct Claimed<A> {
+    pub address: A,
+    pub parent: Option<Parent>,
+    pub managed: bool,
+}
+
+/// What a repair pass does: claims to create for addresses Services hold without one,
+/// and claims of the allocator's that no Service holds (removed once seen twice).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct RepairPlan {
+    pub missing_ips: Vec<(Ipv4Addr, Parent)>,
+    pub missing_ports: Vec<(u16, Parent)>,
+    pub orphan_ips: Vec<Ipv4Addr>,
+    pub orphan_ports: Vec<u16>,
+}
+
+impl ServiceAllocator {
+    /// Compares what the stored Services hold with the claims in storage (upstream's
+    /// repair controllers). Addresses outside the ranges get no claim (the ranges may
+    /// have changed since); a claim naming a Service that does not hold its address
+    /// (gone, or holding another) is an orphan.
+    pub fn repair_plan(
+        &self,
+        services: &[Value],
+        ips: &[Claimed<Ipv4Addr>],
+        ports: &[Claimed<u16>],
+    ) -> RepairPlan {
+        let mut ip_holder = BTreeMap::new();
+        let mut port_holder = BTreeMap::new();
+        for svc in services {
+            let parent = Parent::of(svc);
+            let (held_ips, held_ports) = held(svc);
+            for ip in held_ips
+                .into_iter()
+                .filter(|ip| self.cluster_ips.allocatable(*ip))
+            {
+                ip_holder.entry(ip).or_insert_with(|| parent.clone());
+            }
+            for port in held_ports
+                .into_iter()
+                .filter(|p| self.node_ports.contains(*p))
+            {
+                port_holder.entry(port).or_insert_with(|| parent.clone());
+            }
+        }
+        let claimed_ips: BTreeSet<Ipv4Addr> = ips.iter().map(|c| c.address).collect();
+        let claimed_ports: BTreeSet<u16> = ports.iter().map(|c| c.address).collect();
+        RepairPlan {
+            missing_ips: ip_holder
+                .iter()
+                .filter(|(ip, _)| !claimed_ips.contains(ip))
+                .map(|(ip, p)| (*ip, p.clone()))
+                .collect(),
+            missing_ports: port_holder
+                .iter()
+                .filter(|(port, _)| !claimed_ports.contains(port))
+                .map(|(port, p)| (*port, p.clone()))
+                .collect(),
+            orphan_ips: ips
+                .iter()
+                .filter(|c| c.managed && ip_holder.get(&c.address) != c.parent.as_ref())
+                .map(|c| c.address)
+                .collect(),
+            orphan_ports: ports
+                .iter()
+                .filter(|c| c.managed && port_holder.get(&c.address) != c.parent.as_ref())
+                .map(|c| c.address)
+                .collect(),
+        }
     }
 }
 
@@ -468,5 +658,75 @@ mod tests {
             .map(|i| np["spec"]["ports"][i]["nodePort"].as_u64().unwrap())
             .collect();
         assert_eq!(ports, BTreeSet::from([30000, 30001]));
+    }
+
+    #[test]
+    fn repair_finds_missing_and_orphan_claims() {
+        let a = ServiceAllocator::default();
+        let svc = |ns: &str, name: &str, ip: &str, node_port: Option<u16>| {
+            json!({"metadata": {"namespace": ns, "name": name}, "spec": {
+                "clusterIP": ip, "clusterIPs": [ip],
+                "ports": [{"port": 80, "nodePort": node_port}]}})
+        };
+        let parent = |ns: &str, name: &str| Parent {
+            namespace: ns.into(),
+            name: name.into(),
+        };
+        let services = [
+            svc("default", "kubernetes", "10.0.0.1", None),
+            svc("a", "web", "10.0.0.7", Some(30080)),
+            // Outside the range (the flag changed): no claim is made for it.
+            svc("a", "old", "10.9.0.7", None),
+        ];
+        let ip = |addr: [u8; 4], parent: Option<Parent>, managed: bool| Claimed {
+            address: Ipv4Addr::from(addr),
+            parent,
+            managed,
+        };
+        let ips = [
+            ip([10, 0, 0, 1], Some(parent("default", "kubernetes")), true),
+            // The Service is gone.
+            ip([10, 0, 0, 9], Some(parent("a", "gone")), true),
+            // Another Service holds the address now: this claim is wrong.
+            ip([10, 0, 0, 7], Some(parent("a", "other")), true),
+            // Not the allocator's: left alone.
+            ip([10, 0, 0, 20], None, false),
+        ];
+        let ports = [Claimed {
+            address: 30081,
+            parent: Some(parent("a", "web")),
+            managed: true,
+        }];
+        let plan = a.repair_plan(&services, &ips, &ports);
+        assert_eq!(
+            plan,
+            RepairPlan {
+                missing_ips: vec![],
+                missing_ports: vec![(30080, parent("a", "web"))],
+                orphan_ips: vec![Ipv4Addr::new(10, 0, 0, 9), Ipv4Addr::new(10, 0, 0, 7)],
+                orphan_ports: vec![30081],
+            }
+        );
+        // Once the wrong claim is gone, the next pass recreates it for its holder.
+        let plan = a.repair_plan(&services, &ips[..1], &[]);
+        assert_eq!(
+            plan.missing_ips,
+            vec![(Ipv4Addr::new(10, 0, 0, 7), parent("a", "web"))]
+        );
+    }
+
+    #[test]
+    fn claims_name_their_service_as_upstream_writes_them() {
+        let p = Parent {
+            namespace: "a".into(),
+            name: "web".into(),
+        };
+        let obj = p.ip_address(Ipv4Addr::new(10, 0, 0, 7));
+        assert_eq!(obj["metadata"]["name"], "10.0.0.7");
+        assert_eq!(obj["metadata"]["labels"][MANAGED_BY_LABEL], IP_ALLOCATOR);
+        assert_eq!(Parent::of_ip_address(&obj), Some(p.clone()));
+        assert_eq!(Parent::of_port_claim(&p.port_claim()), Some(p));
+        let gateway = json!({"spec": {"parentRef": {"group": "gateway.networking.k8s.io", "resource": "gateways", "name": "g"}}});
+        assert_eq!(Parent::of_ip_address(&gateway), None);
     }
 }

@@ -24,7 +24,8 @@ use crate::storage::{KeyValue, ListPage, Metered, ResourceStorages, Storage, Sto
 use super::cacher::Cacher;
 use super::codec::{decode, json_bytes, served, served_one, stored_bytes, with_rv};
 use super::propagation::finalizers_after_delete;
-use super::services::{IpRange, PortRange, Reservation, ServiceAllocator};
+use super::service_claims::{AddressClaims, ServiceKinds};
+use super::services::{IpRange, PortRange, ServiceAllocator};
 use super::storage_errors::map_err;
 use super::watcher::Watcher;
 
@@ -257,12 +258,15 @@ impl Source {
 pub struct Store {
     /// Each resource's storage (the backend, or the backend behind the resource's
     /// encryption at rest).
-    storages: ResourceStorages,
+    pub(super) storages: ResourceStorages,
     /// One watch cache per resource (by key prefix), started on first use; `None` when
     /// `--watch-cache=false`.
     caches: Option<Arc<WatchCaches>>,
     /// Service cluster IPs and node ports (kinds whose strategy `allocates_addresses`).
     services: Arc<ServiceAllocator>,
+    /// The kinds Service address claims are written with (none in unit tests without
+    /// a catalog: then only this process's reservations keep addresses apart).
+    service_kinds: Option<ServiceKinds>,
 }
 
 /// The watch caches, by resource key prefix.
@@ -287,6 +291,7 @@ impl Store {
             storages,
             caches: watch_cache.then(Default::default),
             services: Default::default(),
+            service_kinds: None,
         }
     }
 
@@ -315,7 +320,7 @@ impl Store {
     }
 
     /// The storage of `res`'s objects, each call timed (`etcd_request_duration_seconds`).
-    fn storage<'a>(&'a self, res: &'a ApiResource) -> Metered<'a> {
+    pub(super) fn storage<'a>(&'a self, res: &'a ApiResource) -> Metered<'a> {
         Metered {
             storage: self.raw_storage(res),
             group: &res.def.group,
@@ -366,7 +371,7 @@ impl Store {
 
     /// Records a write this server made, so `resourceVersion=0` reads of the resource
     /// wait until its cache has it.
-    fn wrote(&self, res: &ApiResource, revision: u64) {
+    pub(super) fn wrote(&self, res: &ApiResource, revision: u64) {
         if let Some(cacher) = self.cacher(res) {
             cacher.note_write(revision);
         }
@@ -732,31 +737,19 @@ impl Store {
         (self.services.cluster_ips, self.services.node_ports)
     }
 
-    /// Fills in (and checks) the addresses `obj` takes (a Service's cluster IP and node
-    /// ports), reserved until the returned guard drops: the caller keeps it until its
-    /// write is answered. What is taken is read consistently from the stored objects of
-    /// `res` under the allocator's lock, so two writes never take the same address.
-    async fn allocate(
-        &self,
-        res: &ApiResource,
-        obj: &mut Value,
-        old: Option<&Value>,
-    ) -> Result<Option<Reservation>, ApiError> {
-        if !res.strategy.allocates_addresses() {
-            return Ok(None);
-        }
-        let _choosing = self.services.choosing.lock().await;
-        // Reservations first, then the stored objects (see `registry::services`).
-        let mut taken = self.services.in_flight();
-        let stored = self.list(res, None, &ListOptions::default()).await?;
-        for svc in &stored.items {
-            taken.add_service(svc);
-        }
-        let name = meta_str(obj, "name").unwrap_or_default().to_string();
-        self.services
-            .assign(obj, old, taken)
-            .map(Some)
-            .map_err(|causes| ApiError::invalid(res, &name, causes))
+    /// The same store, claiming Service addresses in storage with the catalog's
+    /// `Service` and `IPAddress` kinds (see `registry::service_claims`).
+    pub fn with_service_kinds(mut self, catalog: &crate::catalog::Catalog) -> Self {
+        self.service_kinds = ServiceKinds::from_catalog(catalog);
+        self
+    }
+
+    pub(super) fn service_allocator(&self) -> &ServiceAllocator {
+        &self.services
+    }
+
+    pub(super) fn service_kinds(&self) -> Option<&ServiceKinds> {
+        self.service_kinds.as_ref()
     }
 
     /// The store's current revision.
@@ -859,8 +852,30 @@ impl Store {
         }
         strategy.prepare_for_create(&mut obj);
         schema::apply_defaults(&mut obj, &res.schema);
-        // Held until this create is answered (stored or not).
-        let _reservation = self.allocate(res, &mut obj, None).await?;
+        // A kind that claims addresses names the object in its claims, so its generated
+        // name (chosen above) is not chosen again: a taken one is 409.
+        let renames = generated && !strategy.allocates_addresses();
+        // Held until this create is answered; committed once it is stored.
+        let claims = self.allocate(res, &mut obj, None, ctx.dry_run).await?;
+        let outcome = self
+            .create_allocated(res, ns, obj, ctx, renames, &generate_name)
+            .await;
+        Self::settle(claims, outcome).await
+    }
+
+    /// The rest of [`Store::create`], once addresses are allocated: validation, admission
+    /// and the storage write (again under a fresh generated name when `renames` and the
+    /// name is taken).
+    async fn create_allocated(
+        &self,
+        res: &ApiResource,
+        ns: Option<&str>,
+        mut obj: Value,
+        ctx: &WriteContext,
+        renames: bool,
+        generate_name: &str,
+    ) -> Result<Value, ApiError> {
+        let strategy = res.strategy;
         if strategy.tracks_generation() {
             metadata_mut(&mut obj).insert("generation".into(), json!(1));
         }
@@ -869,7 +884,7 @@ impl Store {
         }
         // generateName: retry with a fresh suffix when the generated name is taken.
         for attempt in 0..8 {
-            if generated && attempt > 0 {
+            if renames && attempt > 0 {
                 let name = format!("{generate_name}{}", random_suffix());
                 metadata_mut(&mut obj).insert("name".into(), json!(name));
             }
@@ -893,13 +908,28 @@ impl Store {
                     self.wrote(res, rev);
                     return Ok(with_rv(obj, rev));
                 }
-                Err(StorageError::AlreadyExists(_)) if generated => continue,
+                Err(StorageError::AlreadyExists(_)) if renames => continue,
                 Err(e) => return Err(map_err(res, &name, e)),
             }
         }
         Err(ApiError::internal(format!(
             "could not find a free name for generateName {generate_name:?}"
         )))
+    }
+
+    /// Ends a write's address claims: kept (and what it dropped released) when the write
+    /// was stored, removed when it failed.
+    async fn settle(
+        claims: Option<AddressClaims>,
+        outcome: Result<Value, ApiError>,
+    ) -> Result<Value, ApiError> {
+        if let Some(claims) = claims {
+            match &outcome {
+                Ok(_) => claims.commit().await,
+                Err(_) => claims.roll_back().await,
+            }
+        }
+        outcome
     }
 
     /// Replaces an object (PUT), honouring a resourceVersion precondition in the body.
@@ -1124,7 +1154,7 @@ impl Store {
             strategy.prepare_for_update(&mut obj, &old);
         }
         schema::apply_defaults(&mut obj, &res.schema);
-        let _reservation = match target {
+        let claims = match target {
             Target::Main => {
                 // Immutability first: a changed cluster IP is refused as such, not
                 // allocated.
@@ -1132,7 +1162,8 @@ impl Store {
                 if !causes.is_empty() {
                     return Err(ApiError::invalid(res, name, causes));
                 }
-                self.allocate(res, &mut obj, Some(&old)).await?
+                self.allocate(res, &mut obj, Some(&old), ctx.dry_run)
+                    .await?
             }
             Target::Status => {
                 let causes = strategy.validate_status_update(&obj, &old);
@@ -1149,70 +1180,78 @@ impl Store {
                 None
             }
         };
-        if strategy.tracks_generation() && spec_part(&obj) != spec_part(&old) {
-            let generation = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
-            metadata_mut(&mut obj).insert("generation".into(), json!(generation));
-        }
-        self.validate(res, &obj, Some(&old), name)?;
-        if let Some(admission) = &ctx.admission {
-            admission
-                .validate(Operation::Update, admission_target, Some(&obj), Some(&old))
-                .await?;
-        }
-        if !ctx.apply {
-            // managedFields are the server's: carry them over, then record this write.
-            match old["metadata"].get("managedFields") {
-                Some(mf) => metadata_mut(&mut obj).insert("managedFields".into(), mf.clone()),
-                None => metadata_mut(&mut obj).remove("managedFields"),
-            };
-            let subresource = target.subresource(res);
-            managed_fields::record_update(
-                &mut obj,
-                Some(&old),
-                res,
-                &ctx.manager,
-                subresource,
-                &now_rfc3339(),
-            );
-        }
-        if obj == old && !stale {
-            // Nothing changed: no write, same resourceVersion. A stale read (an older
-            // encryption key or provider) is rewritten anyway, so that replacing every
-            // object re-encrypts it with the current key.
-            return Ok(old);
-        }
-        // A graceful deletion's object waits for its grace period too (upstream leaves it
-        // to the kubelet; here the grace period's end, `controllers::pod_gc`).
-        let finalized = meta_str(&obj, "deletionTimestamp").is_some()
-            && !has_finalizers(&obj)
-            && !strategy.blocks_deletion(&obj)
-            && obj["metadata"]["deletionGracePeriodSeconds"]
-                .as_i64()
-                .is_none_or(|p| p == 0);
-        if ctx.dry_run {
-            return Ok(obj);
-        }
-        if finalized {
-            // The last finalizer is gone: the object disappears.
-            let (_, rev) = self
+        // Claims made for this write are committed once it is stored, else removed.
+        let outcome = async {
+            if strategy.tracks_generation() && spec_part(&obj) != spec_part(&old) {
+                let generation = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
+                metadata_mut(&mut obj).insert("generation".into(), json!(generation));
+            }
+            self.validate(res, &obj, Some(&old), name)?;
+            if let Some(admission) = &ctx.admission {
+                admission
+                    .validate(Operation::Update, admission_target, Some(&obj), Some(&old))
+                    .await?;
+            }
+            if !ctx.apply {
+                // managedFields are the server's: carry them over, then record this write.
+                match old["metadata"].get("managedFields") {
+                    Some(mf) => metadata_mut(&mut obj).insert("managedFields".into(), mf.clone()),
+                    None => metadata_mut(&mut obj).remove("managedFields"),
+                };
+                let subresource = target.subresource(res);
+                managed_fields::record_update(
+                    &mut obj,
+                    Some(&old),
+                    res,
+                    &ctx.manager,
+                    subresource,
+                    &now_rfc3339(),
+                );
+            }
+            if obj == old && !stale {
+                // Nothing changed: no write, same resourceVersion. A stale read (an older
+                // encryption key or provider) is rewritten anyway, so that replacing every
+                // object re-encrypts it with the current key.
+                return Ok(old);
+            }
+            // A graceful deletion's object waits for its grace period too (upstream leaves
+            // it to the kubelet; here the grace period's end, `controllers::pod_gc`).
+            let finalized = meta_str(&obj, "deletionTimestamp").is_some()
+                && !has_finalizers(&obj)
+                && !strategy.blocks_deletion(&obj)
+                && obj["metadata"]["deletionGracePeriodSeconds"]
+                    .as_i64()
+                    .is_none_or(|p| p == 0);
+            if ctx.dry_run {
+                return Ok(obj);
+            }
+            if finalized {
+                // The last finalizer is gone: the object disappears.
+                let (_, rev) = self
+                    .storage(res)
+                    .delete(&Self::key(res, ns, name), Some(old_rev))
+                    .await
+                    .map_err(|e| map_err(res, name, e))?;
+                self.wrote(res, rev);
+                // What the object held, before and as written, goes with it.
+                self.released_with(res, &old).await;
+                self.released_with(res, &obj).await;
+                return Ok(with_rv(obj, rev));
+            }
+            let rev = self
                 .storage(res)
-                .delete(&Self::key(res, ns, name), Some(old_rev))
+                .update(
+                    &Self::key(res, ns, name),
+                    old_rev,
+                    stored_bytes(res, &obj).await?,
+                )
                 .await
                 .map_err(|e| map_err(res, name, e))?;
             self.wrote(res, rev);
-            return Ok(with_rv(obj, rev));
+            Ok(with_rv(obj, rev))
         }
-        let rev = self
-            .storage(res)
-            .update(
-                &Self::key(res, ns, name),
-                old_rev,
-                stored_bytes(res, &obj).await?,
-            )
-            .await
-            .map_err(|e| map_err(res, name, e))?;
-        self.wrote(res, rev);
-        Ok(with_rv(obj, rev))
+        .await;
+        Self::settle(claims, outcome).await
     }
 
     /// Deletes an object. With finalizers (or a kind-level deletion block, such as a
@@ -1327,6 +1366,7 @@ impl Store {
             .await
             .map_err(|e| map_err(res, name, e))?;
         self.wrote(res, rev);
+        self.released_with(res, &obj).await;
         Ok(Deletion {
             object: obj,
             deleted: true,

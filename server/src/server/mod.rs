@@ -90,10 +90,12 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         Some(path) => Some(EncryptionConfig::load(path)?),
         None => None,
     };
+    crate::metrics::disable(&opts.disabled_metrics);
     let storage: Arc<dyn Storage> = crate::storage::open(&opts.storage_config()).await?;
     let storages = ResourceStorages::new(storage.clone(), encryption.as_ref());
     let store = Store::new(storages, opts.watch_cache)
-        .with_service_ranges(opts.service_allocator().map_err(|e| e.join("; "))?);
+        .with_service_ranges(opts.service_allocator().map_err(|e| e.join("; "))?)
+        .with_service_kinds(&catalog);
     // Watch caches load now, on this runtime, rather than on a worker's first request;
     // entries registered later get theirs when they are registered.
     for res in catalog.all() {
@@ -142,7 +144,14 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
     let tls_config = tls::rustls_config(&cert, &opts.tls_policy(), configured.client_verifier)?;
     bootstrap(&state).await?;
     auth::publish_extension_authentication(&state, &configured.published).await?;
-    kubernetes_service(&state, opts.bind_address, opts.secure_port).await?;
+    kubernetes_service(&state, opts.secure_port).await?;
+    let endpoint_reconciler =
+        endpoint_reconciler(&state, opts.bind_address, opts.secure_port).await?;
+    // After the kubernetes Service: its cluster IP is claimed by its own create.
+    crate::registry::service_claims::spawn_repair(
+        state.store.clone(),
+        hooks.register("start-service-ip-repair-controllers"),
+    );
     namespaces_created.store(true, std::sync::atomic::Ordering::Release);
     if let Some(rbac) = configured.rbac {
         let bootstrapped = state.hooks.register("rbac/bootstrap-roles");
@@ -243,9 +252,10 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         served = &mut server => served.map_err(|e| e.to_string())?,
         () = graceful => lifecycle::connections_closed(&mut server).await,
     }
-    // A held Lease is released (at shutdown's start) before storage closes.
-    if let Some(elector) = elector {
-        let _ = tokio::time::timeout(LEASE_RELEASE_WAIT, elector).await;
+    // A held Lease is released, and this instance taken out of the kubernetes
+    // Service's endpoints (both at shutdown's start), before storage closes.
+    for task in [elector, endpoint_reconciler].into_iter().flatten() {
+        let _ = tokio::time::timeout(LEASE_RELEASE_WAIT, task).await;
     }
     if let Some(webhook) = audit_webhook {
         webhook.shutdown(AUDIT_FLUSH_WAIT).await;
@@ -438,105 +448,66 @@ async fn bootstrap(state: &ApiState) -> Result<(), String> {
     Ok(())
 }
 
-/// The `kubernetes` Service in `default` (the first address of the cluster IP range,
-/// port 443 `https` to the secure port), its Endpoints and its EndpointSlice, pointing
-/// at this server, as upstream's endpoint reconciler keeps them: created when missing,
-/// the endpoints rewritten when they point elsewhere (another port after a restart).
-async fn kubernetes_service(
+/// Lists this instance (at the bind address, 127.0.0.1 when unspecified) in the
+/// `kubernetes` Service's endpoints at once, then keeps its endpoint Lease renewed;
+/// the returned task ends once shutdown has taken it out again.
+async fn endpoint_reconciler(
     state: &ApiState,
     bind: std::net::IpAddr,
     port: u16,
-) -> Result<(), String> {
-    use crate::registry::store::WriteContext;
-    let address = if bind.is_unspecified() {
-        match bind {
-            std::net::IpAddr::V4(_) => std::net::IpAddr::from([127, 0, 0, 1]),
-            std::net::IpAddr::V6(_) => std::net::IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
-        }
-    } else {
-        bind
+) -> Result<Option<tokio::task::JoinHandle<()>>, String> {
+    use crate::controllers::endpoint_reconciler::EndpointReconciler;
+    let address = match bind {
+        std::net::IpAddr::V4(a) if a.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
+        std::net::IpAddr::V6(a) if a.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        other => other,
     };
-    let family = if address.is_ipv4() { "IPv4" } else { "IPv6" };
+    let me = std::net::SocketAddr::new(address, port);
+    let Some(reconciler) = EndpointReconciler::new(&state.catalog, state.store.clone(), me) else {
+        return Ok(None);
+    };
+    reconciler
+        .reconcile()
+        .await
+        .map_err(|e| format!("writing the kubernetes service's endpoints: {e}"))?;
+    Ok(Some(reconciler.spawn(state.hooks.clone())))
+}
+
+/// The `kubernetes` Service in `default` (the first address of the cluster IP range,
+/// port 443 `https` to the secure port), created when missing. Its Endpoints and
+/// EndpointSlices are the endpoint reconciler's (`controllers::endpoint_reconciler`).
+async fn kubernetes_service(state: &ApiState, port: u16) -> Result<(), String> {
+    use crate::registry::store::WriteContext;
+    let Some(res) = state.catalog.get("", "v1", "services") else {
+        return Ok(());
+    };
     let (range, _) = state.store.service_ranges();
     let labels = json!({ "component": "apiserver", "provider": "kubernetes" });
-    let objects = [
-        (
-            ("", "v1", "services"),
-            json!({ "apiVersion": "v1", "kind": "Service", "metadata": { "name": "kubernetes", "labels": labels }, "spec": { "type": "ClusterIP", "clusterIP": range.first().to_string(), "ports": [{ "name": "https", "port": 443, "protocol": "TCP", "targetPort": port }], "sessionAffinity": "None" } }),
-            false,
-        ),
-        (
-            ("", "v1", "endpoints"),
-            json!({ "apiVersion": "v1", "kind": "Endpoints", "metadata": { "name": "kubernetes", "labels": { "endpointslice.kubernetes.io/skip-mirror": "true" } }, "subsets": [{ "addresses": [{ "ip": address.to_string() }], "ports": [{ "name": "https", "port": port, "protocol": "TCP" }] }] }),
-            true,
-        ),
-        (
-            ("discovery.k8s.io", "v1", "endpointslices"),
-            json!({ "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": { "name": "kubernetes", "labels": { "kubernetes.io/service-name": "kubernetes" } }, "addressType": family, "endpoints": [{ "addresses": [address.to_string()], "conditions": { "ready": true } }], "ports": [{ "name": "https", "port": port, "protocol": "TCP" }] }),
-            true,
-        ),
-    ];
-    for ((group, version, resource), obj, reconcile) in objects {
-        let Some(res) = state.catalog.get(group, version, resource) else {
-            continue;
-        };
-        let ctx = WriteContext::new("kube-apiserver");
-        let fail = |e: crate::api::ApiError| format!("creating {resource} default/kubernetes: {e}");
-        // Looked up first: creating the Service again would find its address taken.
-        let current = match state.store.get(&res, Some("default"), "kubernetes").await {
-            Ok(current) => current,
-            Err(e) if e.is_not_found() => {
-                match state.store.create(&res, Some("default"), obj, &ctx).await {
-                    Ok(_) => continue,
-                    // Another instance starting at the same time created it first (its
-                    // Service may also be refused for the address that one just took).
-                    Err(e)
-                        if state
-                            .store
-                            .get(&res, Some("default"), "kubernetes")
-                            .await
-                            .is_ok() =>
-                    {
-                        tracing::debug!(
-                            "{resource} default/kubernetes: created by another instance ({e})"
-                        );
-                        continue;
-                    }
-                    Err(e) => return Err(fail(e)),
+    let obj = json!({ "apiVersion": "v1", "kind": "Service", "metadata": { "name": "kubernetes", "labels": labels }, "spec": { "type": "ClusterIP", "clusterIP": range.first().to_string(), "ports": [{ "name": "https", "port": 443, "protocol": "TCP", "targetPort": port }], "sessionAffinity": "None" } });
+    let fail = |e: crate::api::ApiError| format!("creating service default/kubernetes: {e}");
+    // Looked up first: creating the Service again would find its address taken.
+    match state.store.get(&res, Some("default"), "kubernetes").await {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_not_found() => {
+            let ctx = WriteContext::new("kube-apiserver");
+            match state.store.create(&res, Some("default"), obj, &ctx).await {
+                Ok(_) => Ok(()),
+                // Another instance starting at the same time created it first.
+                Err(e)
+                    if state
+                        .store
+                        .get(&res, Some("default"), "kubernetes")
+                        .await
+                        .is_ok() =>
+                {
+                    tracing::debug!(
+                        "service default/kubernetes: created by another instance ({e})"
+                    );
+                    Ok(())
                 }
-            }
-            Err(e) => return Err(fail(e)),
-        };
-        const FIELDS: [&str; 4] = ["subsets", "endpoints", "ports", "addressType"];
-        let differs = FIELDS
-            .iter()
-            .any(|f| obj.get(*f).is_some() && current.get(*f) != obj.get(*f));
-        if reconcile && differs {
-            let mut updated = current;
-            for f in FIELDS {
-                if let Some(v) = obj.get(f) {
-                    updated[f] = v.clone();
-                }
-            }
-            let written = state
-                .store
-                .update(
-                    &res,
-                    Some("default"),
-                    "kubernetes",
-                    updated,
-                    crate::registry::store::Target::Main,
-                    &ctx,
-                )
-                .await;
-            match written {
-                // Another instance starting now rewrote it to point at itself.
-                Err(e) if e.is_conflict() => {}
-                other => {
-                    other.map_err(fail)?;
-                }
+                Err(e) => Err(fail(e)),
             }
         }
+        Err(e) => Err(fail(e)),
     }
-    Ok(())
 }

@@ -34,9 +34,11 @@ fn help_lists_kube_apiserver_s_flag_sections_in_its_order() {
         "Etcd flags:",
         "Secure serving flags:",
         "Auditing flags:",
+        "Features flags:",
         "Authentication flags:",
         "Authorization flags:",
         "Admission flags:",
+        "Metrics flags:",
         "Logs flags:",
         "Misc flags:",
         "Global flags:",
@@ -66,6 +68,22 @@ fn help_lists_kube_apiserver_s_flag_sections_in_its_order() {
     assert_eq!(section_of("--etcd-servers"), "Etcd flags:");
     assert_eq!(section_of("--tls-cert-file"), "Secure serving flags:");
     assert_eq!(section_of("-v, --v"), "Logs flags:");
+    assert_eq!(section_of("--feature-gates"), "Generic flags:");
+    assert_eq!(section_of("--profiling"), "Features flags:");
+    assert_eq!(
+        section_of("--enable-priority-and-fairness"),
+        "Features flags:"
+    );
+    assert_eq!(section_of("--disabled-metrics"), "Metrics flags:");
+    assert_eq!(
+        section_of("--show-hidden-metrics-for-version"),
+        "Metrics flags:"
+    );
+    // The gates this server knows, as upstream lists them under --feature-gates.
+    assert!(
+        help.contains("MultiCIDRServiceAllocator=true|false (BETA - default=true)"),
+        "{help}"
+    );
     assert_eq!(section_of("--version"), "Global flags:");
 }
 
@@ -114,7 +132,7 @@ fn an_unsupported_upstream_flag_exits_1_naming_it() {
     let out = run(&[
         "--oidc-issuer-url",
         "https://issuer.example",
-        "--profiling=false",
+        "--goaway-chance=0.01",
     ]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let stderr = text(&out.stderr);
@@ -123,8 +141,57 @@ fn an_unsupported_upstream_flag_exits_1_naming_it() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("error: flag --profiling is not supported by this server\n"),
+        stderr.contains("error: flag --goaway-chance is not supported by this server\n"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn feature_and_metrics_flags_take_what_this_server_does_and_refuse_the_rest_together() {
+    let out = run(&[
+        "--feature-gates=APIResponseCompression=true,NoSuchGate=true",
+        "--feature-gates=ConsistentListFromCache=false",
+        "--profiling=true",
+        "--enable-priority-and-fairness",
+        "--show-hidden-metrics-for-version=1.20",
+        "--disabled-metrics=apiserver_request_total,not a name",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = text(&out.stderr);
+    for expected in [
+        "error: --feature-gates: unrecognized feature gate: NoSuchGate",
+        "error: --feature-gates: ConsistentListFromCache=false is not supported by this server: it always behaves as ConsistentListFromCache=true",
+        "error: --profiling=true is not supported by this server",
+        "error: --enable-priority-and-fairness=true is not supported by this server",
+        "error: --show-hidden-metrics-for-version must be omitted or have the value '1.31'. Only the previous minor version is allowed",
+        "error: --disabled-metrics \"not a name\": not a metric name",
+    ] {
+        assert!(stderr.contains(expected), "no {expected:?} in:\n{stderr}");
+    }
+    // A known gate at the value this server behaves as is accepted.
+    assert!(
+        !stderr.contains("APIResponseCompression=true is not supported"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn a_disabled_metric_is_left_out_of_metrics() {
+    let s = TestServer::start_with_flags(&[
+        "--feature-gates=MultiCIDRServiceAllocator=true",
+        "--profiling=false",
+        "--show-hidden-metrics-for-version=1.31",
+        "--disabled-metrics=apiserver_request_total",
+    ]);
+    s.kubectl_ok(&["get", "namespaces"]);
+    let metrics = s.kubectl_ok(&["get", "--raw", "/metrics"]);
+    assert!(
+        !metrics.contains("apiserver_request_total"),
+        "a disabled metric is exposed"
+    );
+    assert!(
+        metrics.contains("apiserver_request_duration_seconds_bucket"),
+        "the others stay"
     );
 }
 

@@ -29,6 +29,7 @@ mod etcd;
 mod garbage_collection;
 mod harness;
 mod hostile_input;
+mod instance_services;
 mod instances;
 mod kube_client;
 mod kubectl;

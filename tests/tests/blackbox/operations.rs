@@ -55,6 +55,7 @@ async fn health_endpoints_report_named_checks() {
          [+]poststarthook/crd-informer-synced ok\n\
          [+]poststarthook/start-system-namespaces-controller ok\n\
          [+]poststarthook/storage-readiness ok\n\
+         [+]poststarthook/start-service-ip-repair-controllers ok\n\
          [+]poststarthook/rbac/bootstrap-roles ok\n\
          [+]shutdown ok\n\
          readyz check passed\n"
