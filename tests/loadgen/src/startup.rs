@@ -41,6 +41,9 @@ pub struct Start {
     pub rss_file: f64,
 }
 
+/// One row of the table: its name, the figure of a start, the divisor and unit shown.
+type Figure = (&'static str, fn(&Start) -> f64, f64, &'static str);
+
 /// The results of `loadgen startup`.
 #[derive(Clone, Debug, Default)]
 pub struct StartupReport {
@@ -67,7 +70,7 @@ impl StartupReport {
         );
         let _ = writeln!(out, "| figure | median | lowest | highest |");
         let _ = writeln!(out, "| --- | ---: | ---: | ---: |");
-        let rows: [(&str, fn(&Start) -> f64, f64, &str); 4] = [
+        let rows: [Figure; 4] = [
             ("start to /readyz 200", |s| s.ready_ms, 1.0, "ms"),
             ("idle RSS after start (VmRSS)", |s| s.rss, MIB, "MiB"),
             ("of which anonymous (RssAnon)", |s| s.rss_anon, MIB, "MiB"),
