@@ -11,14 +11,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use codegen::endpoints::{self, Endpoint, Subresource, Verb};
-use codegen::model::{ResourceDef, Scope};
+use codegen::model::{ResourceDef, Schema, Scope};
 
 use crate::registry::strategy::{self, Strategy};
 use crate::registry::virtual_kinds::{self, CreateHook};
 
 /// A served resource, as the handlers see it.
 pub struct ApiResource {
-    /// The definition it was built from.
+    /// The definition it was built from, without its schema (`def.schema` and the
+    /// create-only subresources' body schemas are left empty): the schema is held once,
+    /// as JSON, in `schema`. [`ApiResource::definition`] gives the whole definition.
     pub def: ResourceDef,
     /// The schema as JSON, with `x-protobuf-field` numbers (validation, pruning and the
     /// protobuf transcoder walk it).
@@ -78,7 +80,28 @@ impl std::fmt::Debug for ApiResource {
 impl ApiResource {
     /// The entry for a definition; an error when the definition names hooks the server
     /// does not have.
-    pub fn new(def: ResourceDef) -> Result<Self, String> {
+    pub fn new(mut def: ResourceDef) -> Result<Self, String> {
+        let schema = std::mem::take(&mut def.schema).to_json(true);
+        let bodies = def
+            .subresources
+            .create_only
+            .iter_mut()
+            .map(|s| std::mem::take(&mut s.schema).to_json(true))
+            .collect();
+        Self::from_parts(def, schema, bodies)
+    }
+
+    /// The entry for a definition whose schemas were taken out as JSON (`schema`, and
+    /// `bodies` for its create-only subresources in order): the compiled-in catalog's
+    /// schemas are read straight into this form, never into codegen's model.
+    fn from_parts(
+        def: ResourceDef,
+        schema: serde_json::Value,
+        bodies: Vec<serde_json::Value>,
+    ) -> Result<Self, String> {
+        if bodies.len() != def.subresources.create_only.len() {
+            return Err("a create-only subresource has no schema".into());
+        }
         let (strategy, create_hook) = if def.create_only {
             (
                 strategy::named(None, def.builtin)?,
@@ -91,8 +114,9 @@ impl ApiResource {
             .subresources
             .create_only
             .iter()
-            .map(|s| {
-                ApiResource::new(s.body_def(&def))
+            .zip(bodies)
+            .map(|(s, body)| {
+                ApiResource::from_parts(s.body_def(&def), body, Vec::new())
                     .map_err(|e| format!("subresource {}: {e}", s.name))
             })
             .collect::<Result<Vec<_>, String>>()?;
@@ -105,7 +129,6 @@ impl ApiResource {
                     .map_err(|e| format!("subresource {}: {e}", p.name))
             })
             .collect::<Result<Vec<_>, String>>()?;
-        let schema = def.schema.to_json(true);
         let rules = crate::registry::cel::Rules::compile(&schema, "schema").map_err(|causes| {
             let list: Vec<String> = causes
                 .iter()
@@ -113,7 +136,7 @@ impl ApiResource {
                 .collect();
             list.join("; ")
         })?;
-        let protobuf = def.has_protobuf();
+        let protobuf = def.builtin && has_field_numbers(&schema);
         let endpoints = endpoints::endpoints(&def);
         let selectable_fields = def
             .selectable_fields
@@ -134,6 +157,24 @@ impl ApiResource {
             endpoints,
             selectable_fields,
         })
+    }
+
+    /// The whole definition, its schemas read back from the JSON this entry holds (for
+    /// the OpenAPI emitter, which works on codegen's model).
+    pub fn definition(&self) -> ResourceDef {
+        // The JSON was written by `Schema::to_json`, which `Schema::from_json` reads back.
+        let model = |json: &serde_json::Value| Schema::from_json(json).unwrap_or_default();
+        let mut def = self.def.clone();
+        def.schema = model(&self.schema);
+        for (sub, kind) in def
+            .subresources
+            .create_only
+            .iter_mut()
+            .zip(&self.subresource_kinds)
+        {
+            sub.schema = model(&kind.schema);
+        }
+        def
     }
 
     /// `apiVersion` as written in objects: `v1` or `group/version`.
@@ -218,6 +259,19 @@ impl ApiResource {
     pub fn subresources(&self) -> Vec<Subresource> {
         endpoints::subresources(&self.def)
     }
+}
+
+/// Whether a schema (as JSON) has a protobuf field number anywhere (codegen's
+/// `Schema::has_protobuf` on the JSON form).
+fn has_field_numbers(schema: &serde_json::Value) -> bool {
+    schema.get("x-protobuf-field").is_some()
+        || schema
+            .get("properties")
+            .and_then(serde_json::Value::as_object)
+            .is_some_and(|p| p.values().any(has_field_numbers))
+        || ["items", "additionalProperties"]
+            .iter()
+            .any(|k| schema.get(k).is_some_and(has_field_numbers))
 }
 
 /// A resource for unit tests: core group, namespaced, with `schema`.
@@ -376,16 +430,39 @@ impl std::fmt::Debug for Catalog {
 impl Catalog {
     /// A catalog of the compiled-in definitions (`generated::CATALOG`: codegen's model as
     /// JSON, `{"description": .., "definitions": [..]}`).
+    ///
+    /// Each schema is taken out of the parsed JSON as it is (the catalog holds what
+    /// `Schema::to_json` wrote) and only the rest of the definition goes through codegen's
+    /// model: reading ~15,000 schema nodes into the model and writing them back out as
+    /// JSON was most of the start-up time, and keeping both forms doubled the memory.
     pub fn from_definitions(json: &str) -> Result<Self, String> {
-        #[derive(serde::Deserialize)]
-        struct Compiled {
-            definitions: Vec<ResourceDef>,
+        use serde_json::Value;
+        let fail =
+            |e: &dyn std::fmt::Display| format!("the compiled-in catalog does not load: {e}");
+        let mut compiled: Value = serde_json::from_str(json).map_err(|e| fail(&e))?;
+        let definitions = match compiled.get_mut("definitions") {
+            Some(Value::Array(list)) => std::mem::take(list),
+            _ => return Err(fail(&"no `definitions` list")),
+        };
+        let take_schema = |v: &mut Value| match v.get_mut("schema") {
+            Some(s) => std::mem::replace(s, Value::Object(Default::default())),
+            None => Value::Null,
+        };
+        let mut entries = Vec::with_capacity(definitions.len());
+        for mut v in definitions {
+            let schema = take_schema(&mut v);
+            let bodies = match v.pointer_mut("/subresources/createOnly") {
+                Some(Value::Array(subs)) => subs.iter_mut().map(take_schema).collect(),
+                _ => Vec::new(),
+            };
+            let def: ResourceDef = serde_json::from_value(v).map_err(|e| fail(&e))?;
+            entries.push(ApiResource::from_parts(def, schema, bodies).map_err(|e| fail(&e))?);
         }
-        let compiled: Compiled = serde_json::from_str(json)
-            .map_err(|e| format!("the compiled-in catalog does not load: {e}"))?;
         let catalog = Catalog::default();
-        for def in compiled.definitions {
-            catalog.register(def).map_err(|e| e.to_string())?;
+        for entry in entries {
+            catalog
+                .register_resource(entry)
+                .map_err(|e| e.to_string())?;
         }
         Ok(catalog)
     }
@@ -523,11 +600,27 @@ mod tests {
         let mut def = compiled_in()
             .get("example.dev", "v1", "widgets")
             .expect("widgets are compiled in")
-            .def
-            .clone();
+            .definition();
         def.version = "v2".into();
         def.short_names = vec!["wd2".into()];
         def
+    }
+
+    #[test]
+    fn compiled_in_entries_hold_the_schemas_codegen_wrote() {
+        #[derive(serde::Deserialize)]
+        struct Compiled {
+            definitions: Vec<ResourceDef>,
+        }
+        let compiled: Compiled = serde_json::from_str(crate::generated::CATALOG).unwrap();
+        let c = compiled_in();
+        assert_eq!(c.all().len(), compiled.definitions.len());
+        for def in compiled.definitions {
+            let entry = c.get(&def.group, &def.version, &def.plural).unwrap();
+            assert_eq!(entry.schema, def.schema.to_json(true), "{}", def.kind);
+            assert_eq!(entry.protobuf, def.has_protobuf(), "{}", def.kind);
+            assert_eq!(entry.definition(), def, "{}", def.kind);
+        }
     }
 
     #[test]

@@ -77,7 +77,7 @@ impl Documents {
             aggregator.map_or(0, |a| a.generation()),
         );
         let defs: Vec<codegen::model::ResourceDef> =
-            catalog.all().iter().map(|r| r.def.clone()).collect();
+            catalog.all().iter().map(|r| r.definition()).collect();
         let mut docs = codegen::openapi_documents(&defs);
         // Other servers' group-versions: their own documents, in place of any local one.
         for (service, remote) in aggregator.map(|a| a.remote_documents()).unwrap_or_default() {

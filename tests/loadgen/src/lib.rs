@@ -10,7 +10,8 @@
 //! ValidatingAdmissionPolicy cost writes; `audit` what the audit log costs writes;
 //! `consistent_reads` what consistent GETs cost on etcd, in etcd round trips and CPU;
 //! `soak` a long run of mixed traffic and 1,000 watchers, checked for memory growth and
-//! for watchers that miss or repeat an event.
+//! for watchers that miss or repeat an event; `startup` start-to-ready and idle memory on
+//! an empty data directory.
 //!
 //! The `loadgen` binary is the command-line front end; BENCHMARKS.md at the repository
 //! root has the commands and the latest figures. Traffic only ever goes to loopback
@@ -30,5 +31,6 @@ pub mod raw;
 pub mod scenarios;
 pub mod server;
 pub mod soak;
+pub mod startup;
 pub mod storage;
 pub mod suite;

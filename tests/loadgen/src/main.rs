@@ -5,7 +5,7 @@
 //! `loadgen admission` what a validating webhook and a ValidatingAdmissionPolicy cost;
 //! `loadgen audit` what the audit log costs writes; `loadgen consistent-reads` what
 //! consistent GETs cost on etcd; `loadgen soak` a long mixed run checked for memory growth
-//! and for watchers that miss an event.
+//! and for watchers that miss an event; `loadgen startup` start-to-ready and idle memory.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +21,7 @@ use apiserver_loadgen::metrics::{median_rows, table};
 use apiserver_loadgen::raw::{self, RawOptions};
 use apiserver_loadgen::scenarios::Settings;
 use apiserver_loadgen::soak::{self, SoakOptions};
+use apiserver_loadgen::startup::{self, StartupOptions};
 use apiserver_loadgen::storage::{self, Backend, StorageOptions};
 use apiserver_loadgen::suite::{self, Selection, SuiteOptions};
 use clap::{Args, Parser, Subcommand};
@@ -73,6 +74,29 @@ enum Command {
     /// CPU, p50/p99 per verb, watch events); fails if RSS or fds keep growing or a watcher
     /// misses or repeats an event. Not part of the test command.
     Soak(SoakArgs),
+    /// Start-up cost: the server started on a fresh, empty data directory again and
+    /// again; spawn to the first `/readyz` 200 and the settled idle memory (VmRSS,
+    /// anonymous and file-backed) of each start, as medians.
+    Startup(StartupArgs),
+}
+
+#[derive(Args)]
+struct StartupArgs {
+    /// The apiserver binary.
+    #[arg(long, value_name = "PATH")]
+    server_bin: PathBuf,
+    /// An extra flag for the started server (repeat for more).
+    #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
+    server_args: Vec<String>,
+    /// Directory for the temporary data directories (default: the system temp directory).
+    #[arg(long, value_name = "DIR")]
+    data_root: Option<PathBuf>,
+    /// Starts measured; the table shows medians.
+    #[arg(long, default_value_t = 9)]
+    runs: usize,
+    /// Also write the markdown report to this file.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -546,6 +570,7 @@ fn main() -> ExitCode {
         Some(Command::Audit(args)) => run_audit(args),
         Some(Command::ConsistentReads(args)) => run_consistent_reads(args),
         Some(Command::Soak(args)) => run_soak(args),
+        Some(Command::Startup(args)) => run_startup(args),
         None => run_suite(cli.suite),
     };
     match result {
@@ -888,6 +913,20 @@ fn run_soak(a: SoakArgs) -> anyhow::Result<ExitCode> {
 
 /// Prints the report (and writes it to `output`); fails the process when any operation
 /// failed.
+fn run_startup(a: StartupArgs) -> anyhow::Result<ExitCode> {
+    let opts = StartupOptions {
+        server_bin: a.server_bin,
+        server_args: a.server_args,
+        data_root: a.data_root,
+        runs: a.runs,
+    };
+    let report = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(startup::run(&opts))?;
+    finish(&report.markdown(), 0, a.output)
+}
+
 fn finish(md: &str, errors: u64, output: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     println!("{md}");
     if let Some(path) = output {

@@ -316,3 +316,23 @@ async fn soak_mode_samples_and_checks_every_watcher_against_the_writes() {
         assert!(verbs.contains(&verb), "no {verb} in any sample:\n{md}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn startup_mode_times_each_start_and_reads_its_memory() {
+    use apiserver_loadgen::startup::{self, StartupOptions};
+    let opts = StartupOptions {
+        server_bin: apiserver_tests::server_binary().to_path_buf(),
+        server_args: Vec::new(),
+        data_root: None,
+        runs: 2,
+    };
+    let report = startup::run(&opts).await.expect("the start-up benchmark");
+    let md = report.markdown();
+    println!("{md}");
+    assert_eq!(report.starts.len(), 2, "{md}");
+    for s in &report.starts {
+        assert!(s.ready_ms > 0.0 && s.rss > 0.0, "{md}");
+        assert!(s.rss_anon + s.rss_file <= s.rss + 1.0, "{md}");
+    }
+    assert!(md.contains("| start to /readyz 200 |"), "{md}");
+}
