@@ -207,7 +207,7 @@ fn readme_add_a_resource_walkthrough() {
     );
     let catalog = fs::read_to_string(repo.join("server/src/generated/catalog.json")).unwrap();
     assert!(
-        catalog.contains("\"kind\": \"Gizmo\""),
+        catalog.contains("\"kind\":\"Gizmo\""),
         "the catalog has the new kind"
     );
 

@@ -117,6 +117,7 @@ mod tests {
             prev_create_revision: 0,
             prev_mod_revision: 0,
             encoded: Default::default(),
+            labels: Default::default(),
         })
     }
 

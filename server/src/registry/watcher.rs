@@ -3,7 +3,7 @@
 //! resource's watch cache, or from a storage watch when the cache cannot serve the start
 //! point. No task per watcher: the HTTP response polls [`Watcher::next`] directly.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -15,7 +15,7 @@ use super::codec::{decode, served_one};
 use crate::api::selectors::{selects, FieldSelector, LabelSelector};
 use crate::api::ApiError;
 use crate::catalog::ApiResource;
-use crate::storage::{KeyValue, StoredEvent};
+use crate::storage::{EventLabels, KeyValue, StoredEvent};
 
 /// A watch event as clients see it: `ADDED`, `MODIFIED` or `DELETED` and the object.
 #[derive(Debug, Clone)]
@@ -76,26 +76,123 @@ impl WatchEvent {
     }
 }
 
-/// A stored change as this watcher sees it, or `None` when it does not concern it.
-/// Selector transitions follow kube-apiserver: an object that stops matching arrives as
-/// DELETED, one that starts matching as ADDED.
-pub(super) fn to_object_event(
+/// Which object of a change an event carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    New,
+    Old,
+}
+
+/// The event a change is for a watcher, from whether its selectors match the object
+/// before and after the change (`None`: there was no such object). Selector transitions
+/// follow kube-apiserver: an object that stops matching arrives as DELETED (with its new
+/// state), one that starts matching as ADDED; `None` when the change does not concern it.
+fn transition(old: Option<bool>, new: Option<bool>) -> Option<(&'static str, Side)> {
+    match (old, new) {
+        (None, Some(true)) => Some(("ADDED", Side::New)),
+        (Some(old), Some(new)) => match (old, new) {
+            (true, true) => Some(("MODIFIED", Side::New)),
+            (false, true) => Some(("ADDED", Side::New)),
+            (true, false) => Some(("DELETED", Side::New)),
+            (false, false) => None,
+        },
+        (Some(true), None) => Some(("DELETED", Side::Old)),
+        _ => None,
+    }
+}
+
+/// The labels of `e`'s objects, read once for every watcher (see [`StoredEvent::labels`]);
+/// `None` when a value does not parse as an object with string labels.
+fn event_labels(e: &StoredEvent) -> Option<&EventLabels> {
+    /// Only `metadata.labels` of a stored object: the rest is skipped, never built.
+    #[derive(serde::Deserialize)]
+    struct Labeled {
+        #[serde(default)]
+        metadata: Meta,
+    }
+    #[derive(serde::Deserialize, Default)]
+    struct Meta {
+        #[serde(default)]
+        labels: Option<BTreeMap<String, String>>,
+    }
+    let read = |b: &Bytes| -> Option<BTreeMap<String, String>> {
+        let o: Labeled = serde_json::from_slice(b).ok()?;
+        Some(o.metadata.labels.unwrap_or_default())
+    };
+    e.labels
+        .get_or_init(|| {
+            Some(EventLabels {
+                value: match &e.value {
+                    Some(b) => Some(read(b)?),
+                    None => None,
+                },
+                prev: match &e.prev {
+                    Some(b) => Some(read(b)?),
+                    None => None,
+                },
+            })
+        })
+        .as_ref()
+}
+
+/// What a watcher with these selectors gets for `event`, or `None` when the change does
+/// not concern it. A label selector is evaluated on the event's labels, read once for
+/// every watcher; a watcher that gets the change as a watcher without selectors would
+/// (most do: an object that matched before and after is MODIFIED) shares the event
+/// itself, whose watch line is encoded once too. Only field selectors and selector
+/// transitions (an object entering or leaving the selection) decode for one watcher.
+pub fn event_for(
+    res: &ApiResource,
+    event: &Arc<StoredEvent>,
+    labels: &LabelSelector,
+    fields: &FieldSelector,
+) -> Option<Result<WatchEvent, ApiError>> {
+    let shared = || Some(Ok(WatchEvent::Shared(event.clone())));
+    if labels.is_empty() && fields.is_empty() {
+        return shared();
+    }
+    let alone = || to_object_event(res, event, labels, fields).map(|e| e.map(WatchEvent::Decoded));
+    if !fields.is_empty() {
+        return alone();
+    }
+    let Some(read) = event_labels(event) else {
+        return alone();
+    };
+    let matched = transition(
+        read.prev.as_ref().map(|l| labels.matches(l)),
+        read.value.as_ref().map(|l| labels.matches(l)),
+    )?;
+    let natural = transition(
+        read.prev.as_ref().map(|_| true),
+        read.value.as_ref().map(|_| true),
+    );
+    if natural == Some(matched) {
+        return shared();
+    }
+    alone()
+}
+
+/// A stored value of `e` as a key-value, for [`decode`] (which sets its resourceVersion
+/// to the event's revision).
+fn stored_kv(e: &StoredEvent, bytes: &Bytes) -> KeyValue {
+    KeyValue {
+        key: e.key.clone(),
+        value: bytes.clone(),
+        create_revision: 0,
+        mod_revision: e.revision,
+        stale: false,
+    }
+}
+
+/// A stored change as this watcher sees it, decoded for it alone, or `None` when it does
+/// not concern it (see [`transition`]).
+pub fn to_object_event(
     res: &ApiResource,
     e: &StoredEvent,
     labels: &LabelSelector,
     fields: &FieldSelector,
 ) -> Option<Result<ObjectEvent, ApiError>> {
-    let parse = |bytes: &Bytes| -> Result<Value, ApiError> {
-        let kv = KeyValue {
-            key: e.key.clone(),
-            value: bytes.clone(),
-            create_revision: 0,
-            mod_revision: e.revision,
-            stale: false,
-        };
-        decode(res, &kv)
-    };
-    let matches = |obj: &Value| selects(labels, fields, obj);
+    let parse = |bytes: &Bytes| decode(res, &stored_kv(e, bytes));
     let new = match e.value.as_ref().map(parse).transpose() {
         Ok(v) => v,
         Err(err) => return Some(Err(err)),
@@ -104,16 +201,11 @@ pub(super) fn to_object_event(
         Ok(v) => v,
         Err(err) => return Some(Err(err)),
     };
-    let (type_, object) = match (old, new) {
-        (None, Some(new)) if matches(&new) => ("ADDED", new),
-        (Some(old), Some(new)) => match (matches(&old), matches(&new)) {
-            (true, true) => ("MODIFIED", new),
-            (false, true) => ("ADDED", new),
-            (true, false) => ("DELETED", new),
-            (false, false) => return None,
-        },
-        (Some(old), None) if matches(&old) => ("DELETED", old),
-        _ => return None,
+    let matches = |obj: &Value| selects(labels, fields, obj);
+    let (type_, side) = transition(old.as_ref().map(matches), new.as_ref().map(matches))?;
+    let object = match side {
+        Side::New => new?,
+        Side::Old => old?,
     };
     Some(Ok(ObjectEvent { type_, object }))
 }
@@ -232,10 +324,6 @@ impl Watcher {
         self.initial.len() > 0
     }
 
-    fn filtering(&self) -> bool {
-        !self.labels.is_empty() || !self.fields.is_empty()
-    }
-
     /// The next event; `None` when the watch ended (the cache re-loaded, or this watcher
     /// fell too far behind: clients re-watch from their last resourceVersion).
     pub async fn next(&mut self) -> Option<Result<WatchEvent, ApiError>> {
@@ -248,12 +336,14 @@ impl Watcher {
                 Err(e) => return Some(Err(e)),
             };
             // A webhook converts each event for this watcher alone.
-            let webhook = self.res.conversion_webhook().is_some();
-            if !self.filtering() && !webhook {
-                return Some(Ok(WatchEvent::Shared(event)));
+            if self.res.conversion_webhook().is_none() {
+                match event_for(&self.res, &event, &self.labels, &self.fields) {
+                    Some(e) => return Some(e),
+                    None => continue,
+                }
             }
             match to_object_event(&self.res, &event, &self.labels, &self.fields) {
-                Some(Ok(mut e)) if webhook => {
+                Some(Ok(mut e)) => {
                     return Some(match served_one(&self.res, e.object).await {
                         Ok(object) => {
                             e.object = object;
@@ -262,7 +352,7 @@ impl Watcher {
                         Err(err) => Err(err),
                     });
                 }
-                Some(e) => return Some(e.map(WatchEvent::Decoded)),
+                Some(Err(e)) => return Some(Err(e)),
                 None => {}
             }
         }
@@ -363,5 +453,106 @@ impl Watcher {
             }
             Source::Storage(_) | Source::Failed(_) => self.last,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn configmaps() -> Arc<ApiResource> {
+        crate::catalog::Catalog::from_definitions(crate::generated::CATALOG)
+            .expect("the catalog loads")
+            .get("", "v1", "configmaps")
+            .expect("configmaps are served")
+    }
+
+    fn stored(name: &str, shard: &str) -> Bytes {
+        let cm = json!({"kind": "ConfigMap", "apiVersion": "v1",
+            "metadata": {"name": name, "namespace": "default", "labels": {"shard": shard}},
+            "data": {"k": "v"}});
+        Bytes::from(serde_json::to_vec(&cm).unwrap())
+    }
+
+    fn event(prev: Option<Bytes>, value: Option<Bytes>) -> Arc<StoredEvent> {
+        Arc::new(StoredEvent {
+            revision: 7,
+            key: "/registry/configmaps/default/cm".into(),
+            value,
+            prev,
+            prev_create_revision: 0,
+            prev_mod_revision: 0,
+            encoded: Default::default(),
+            labels: Default::default(),
+        })
+    }
+
+    fn labels(s: &str) -> LabelSelector {
+        LabelSelector::parse(s).unwrap()
+    }
+
+    /// What a watcher gets, as type, name, shard and resourceVersion.
+    fn seen(res: &ApiResource, e: Option<Result<WatchEvent, ApiError>>) -> Option<String> {
+        let e = e?.unwrap().object_event(res).unwrap();
+        let m = &e.object["metadata"];
+        Some(format!(
+            "{} {} {} {}",
+            e.type_, m["name"], m["labels"]["shard"], m["resourceVersion"]
+        ))
+    }
+
+    #[test]
+    fn selector_watchers_share_one_reading_of_labels_and_get_what_each_alone_would() {
+        let res = configmaps();
+        let fields = FieldSelector::default();
+        let cases = [
+            (None, Some(stored("cm", "1"))),
+            (Some(stored("cm", "1")), Some(stored("cm", "1"))),
+            (Some(stored("cm", "1")), Some(stored("cm", "2"))),
+            (Some(stored("cm", "2")), Some(stored("cm", "1"))),
+            (Some(stored("cm", "1")), None),
+        ];
+        for (prev, value) in cases {
+            let e = event(prev, value);
+            for sel in ["", "shard=1", "shard=2", "shard in (1,2)", "shard=3"] {
+                let shared = seen(&res, event_for(&res, &e, &labels(sel), &fields));
+                let alone = to_object_event(&res, &e, &labels(sel), &fields)
+                    .map(|r| r.map(WatchEvent::Decoded));
+                assert_eq!(shared, seen(&res, alone), "selector {sel:?}");
+            }
+            assert!(e.labels.get().is_some(), "read once, kept for the others");
+        }
+    }
+
+    #[test]
+    fn a_watcher_that_gets_the_change_as_is_shares_the_event_and_its_line() {
+        let res = configmaps();
+        let fields = FieldSelector::default();
+        let e = event(Some(stored("cm", "1")), Some(stored("cm", "1")));
+        let Some(Ok(WatchEvent::Shared(got))) = event_for(&res, &e, &labels("shard=1"), &fields)
+        else {
+            panic!("a MODIFIED that matched before and after is the shared event");
+        };
+        assert!(Arc::ptr_eq(&got, &e));
+        // A selector transition is this watcher's own event.
+        let e = event(Some(stored("cm", "1")), Some(stored("cm", "2")));
+        let got = event_for(&res, &e, &labels("shard=1"), &fields);
+        assert!(matches!(
+            got,
+            Some(Ok(WatchEvent::Decoded(ObjectEvent {
+                type_: "DELETED",
+                ..
+            })))
+        ));
+    }
+
+    #[test]
+    fn an_event_that_does_not_decode_is_an_error_for_each_watcher() {
+        let res = configmaps();
+        let e = event(None, Some(Bytes::from_static(b"{not json")));
+        let got = event_for(&res, &e, &labels("shard=1"), &FieldSelector::default());
+        assert!(matches!(got, Some(Err(_))), "{got:?}");
+        assert_eq!(e.labels.get(), Some(&None));
     }
 }

@@ -26,6 +26,13 @@ use crate::{filters, generated};
 
 /// Namespaces that exist from the first start, as in every Kubernetes cluster.
 const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-node-lease", "kube-public", "kube-system"];
+/// actix-web's keep-alive: an idle HTTP/1 connection is closed after it, and an HTTP/2
+/// connection is PINGed every period and closed when the answer takes longer than one.
+/// Not actix's 5 s: a PING waits behind every byte already queued on the connection, so
+/// a live client a few seconds behind a busy connection of watches (or briefly starved
+/// of CPU) answered late and lost all its watches at once. 15 s still finds a dead peer
+/// within 30 s.
+const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
 
 impl ApiState {
     /// Whether storage answers (within a short deadline); used by `/readyz` and `/healthz`.
@@ -198,6 +205,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         )
     })
     .on_connect(connection::on_connect)
+    .keep_alive(KEEP_ALIVE)
     // Shutdown is ours (`lifecycle`): actix must not act on the signals itself.
     .disable_signals()
     .shutdown_timeout(shutdown.connections_timeout().as_secs().max(1));

@@ -306,6 +306,7 @@ fn commit_batch(db: &Database, batch: &[Request]) -> Result<BatchOutcome, Storag
                         prev_create_revision: prev.as_ref().map_or(0, |p| p.create_revision),
                         prev_mod_revision: prev.as_ref().map_or(0, |p| p.mod_revision),
                         encoded: Default::default(),
+                        labels: Default::default(),
                     });
                     outcomes.push(Ok(Written {
                         revision: rev,

@@ -428,6 +428,7 @@ impl EtcdStorage {
                 prev_create_revision,
                 prev_mod_revision,
                 encoded: Default::default(),
+                labels: Default::default(),
             },
             EventType::Delete => StoredEvent {
                 revision: rev_u64(kv.mod_revision()),
@@ -437,6 +438,7 @@ impl EtcdStorage {
                 prev_create_revision,
                 prev_mod_revision,
                 encoded: Default::default(),
+                labels: Default::default(),
             },
         }))
     }

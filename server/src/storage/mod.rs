@@ -73,6 +73,20 @@ pub struct StoredEvent {
     /// The event as a watch line, encoded once by the API layer the first time a watcher
     /// needs it and then shared by every watcher (events reach watchers as `Arc`s).
     pub encoded: std::sync::OnceLock<Bytes>,
+    /// The labels of the event's objects, read by the API layer for the first watcher
+    /// with a label selector and shared by the others, so a change is parsed once per
+    /// event, not once per watcher. `None` inside when a value does not parse (each
+    /// watcher then decodes it itself and reports the error).
+    pub labels: std::sync::OnceLock<Option<EventLabels>>,
+}
+
+/// The labels of a [`StoredEvent`]'s objects: what label selectors look at.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EventLabels {
+    /// The new object's; `None` when the key was deleted.
+    pub value: Option<std::collections::BTreeMap<String, String>>,
+    /// The previous object's; `None` when the key was created.
+    pub prev: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// What a storage watch delivers: a change, or word that every change under the prefix

@@ -431,7 +431,8 @@ print("closed", round(time.monotonic() - start, 1), flush=True)
 "#;
 
 /// A peer that no longer answers (a host gone, a half-open connection) is found: the
-/// server pings an idle HTTP/2 connection and closes it when no answer comes.
+/// server pings an HTTP/2 connection every 15 s and closes it when no answer comes within
+/// 15 s more.
 #[test]
 fn an_http2_connection_that_stops_answering_pings_is_closed() {
     let s = TestServer::start();
@@ -453,7 +454,7 @@ fn an_http2_connection_that_stops_answering_pings_is_closed() {
     assert!(lines[0].starts_with("ping "), "{stdout}");
     assert!(lines.last().unwrap().starts_with("closed "), "{stdout}");
     assert!(
-        started.elapsed() < Duration::from_secs(30),
+        started.elapsed() < Duration::from_secs(45),
         "closed only after {:?}",
         started.elapsed()
     );
@@ -639,6 +640,233 @@ async fn a_watcher_that_stops_reading_is_closed_and_others_get_every_event() {
         .unwrap();
     assert_eq!(names.len(), WRITES, "the reading watch missed events");
     assert_eq!(terminated().await, 1.0, "only the non-reading watcher");
+}
+
+/// One HTTP/2 connection carrying five watches of the default namespace's ConfigMaps from
+/// resourceVersion `argv[4]` (frames written by hand: HPACK literals, no library):
+/// `timeout` asks for `timeoutSeconds=1`; `cancel` is reset by the client (RST_STREAM
+/// CANCEL) as soon as its response head arrives; `slow` never gets a WINDOW_UPDATE, so
+/// it stops being sent to after 64 KiB; the others (`reader1`, `reader2`) have windows
+/// of 1 GiB.
+/// PINGs and SETTINGS are answered. Prints `watching` once every response head (200)
+/// arrived; `stalling` at `argv[5]` seconds after connecting, then reads nothing for
+/// `argv[6]` seconds (a client starved of CPU, or behind on a busy connection), then
+/// prints `reading`. Ends when both readers saw an ADDED of `argv[7]`, when the
+/// connection ends, or after 120 s, printing what each stream saw.
+const H2_WATCHES_CLIENT: &str = r#"
+import json, socket, ssl, sys, time
+port, cafile, token, rv = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+stall_at, stall_for, marker = float(sys.argv[5]), float(sys.argv[6]), sys.argv[7]
+tls = ssl.create_default_context(cafile=cafile)
+tls.set_alpn_protocols(["h2"])
+conn = tls.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
+assert conn.selected_alpn_protocol() == "h2", conn.selected_alpn_protocol()
+start = time.monotonic()
+
+def frame(kind, flags, sid, payload=b""):
+    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + sid.to_bytes(4, "big") + payload
+
+def hpack_int(n):
+    if n < 127:
+        return bytes([n])
+    out, n = [127], n - 127
+    while n >= 128:
+        out.append(n % 128 + 128)
+        n //= 128
+    return bytes(out + [n])
+
+def literal(name, value):
+    return b"\x00" + hpack_int(len(name)) + name.encode() + hpack_int(len(value)) + value.encode()
+
+base = "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=" + rv
+streams = {1: "timeout", 3: "cancel", 5: "slow", 7: "reader1", 9: "reader2"}
+state = {sid: {"name": n, "head": None, "buf": b"", "added": set(), "end": None} for sid, n in streams.items()}
+out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0) + frame(8, 0, 0, (1 << 30).to_bytes(4, "big"))
+for sid, name in streams.items():
+    path = base + ("&timeoutSeconds=1" if name == "timeout" else "")
+    block = b"".join(literal(k, v) for k, v in [(":method", "GET"), (":scheme", "https"),
+        (":authority", "127.0.0.1:%d" % port), (":path", path),
+        ("authorization", "Bearer " + token), ("accept", "application/json")])
+    out += frame(1, 0x5, sid, block)
+    if name != "slow":
+        out += frame(8, 0, sid, (1 << 30).to_bytes(4, "big"))
+conn.sendall(out)
+
+buf, closed, watching, stalled = b"", None, False, False
+readers = [s for s in state.values() if s["name"].startswith("reader")]
+conn.settimeout(0.2)
+while not all(marker in r["added"] for r in readers):
+    now = time.monotonic() - start
+    if now > 120:
+        closed = "gave up after 120 s"
+        break
+    if watching and not stalled and now >= stall_at:
+        print("stalling", flush=True)
+        time.sleep(stall_for)
+        stalled = True
+        print("reading", flush=True)
+    try:
+        data = conn.recv(65536)
+    except socket.timeout:
+        continue
+    except OSError as e:
+        closed = "connection error at %.1f s: %s" % (time.monotonic() - start, e)
+        break
+    if not data:
+        closed = "connection closed at %.1f s" % (time.monotonic() - start)
+        break
+    buf += data
+    while len(buf) >= 9 and len(buf) >= 9 + int.from_bytes(buf[0:3], "big"):
+        length = int.from_bytes(buf[0:3], "big")
+        kind, flags, sid = buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF
+        payload, buf = buf[9:9 + length], buf[9 + length:]
+        s = state.get(sid)
+        if kind == 4 and not flags & 1:
+            conn.sendall(frame(4, 1, 0))
+        elif kind == 6 and not flags & 1:
+            conn.sendall(frame(6, 1, 0, payload))
+        elif kind == 7:
+            closed = "GOAWAY %s at %.1f s" % (payload[4:8].hex(), time.monotonic() - start)
+        elif kind == 3 and s:
+            s["end"] = s["end"] or "reset by the server"
+        elif kind == 1 and s:
+            if s["head"] is None:
+                s["head"] = "200" if payload[:1] == b"\x88" else "not 200"
+                if s["name"] == "cancel":
+                    conn.sendall(frame(3, 0, sid, (8).to_bytes(4, "big")))
+                    s["end"] = "cancelled"
+                if all(x["head"] for x in state.values()) and not watching:
+                    watching = all(x["head"] == "200" for x in state.values())
+                    print("watching" if watching else "refused", flush=True)
+            if flags & 1:
+                s["end"] = s["end"] or "ended"
+        elif kind == 0 and s:
+            s["buf"] += payload
+            *lines, s["buf"] = s["buf"].split(b"\n")
+            for line in lines:
+                event = json.loads(line)
+                if event["type"] == "ADDED":
+                    s["added"].add(event["object"]["metadata"]["name"])
+            if flags & 1:
+                s["end"] = s["end"] or "ended"
+for s in state.values():
+    print(s["name"], len(s["added"]), marker in s["added"], s["end"], flush=True)
+print("connection", closed or "open", flush=True)
+"#;
+
+/// Watches sharing one HTTP/2 connection end one by one, never together: one ending at
+/// its timeout, one the client cancels and one the server terminates for not reading
+/// leave the others streaming, and so does a client that reads nothing for 12 s (the
+/// connection's keep-alive PING goes unanswered that long, as it does for a client
+/// starved of CPU or one whose PING waits behind seconds of queued events). The soak run
+/// lost a whole connection of 100 watchers so: the server closed connections whose PING
+/// was not answered within 5 s.
+#[tokio::test(flavor = "multi_thread")]
+async fn watches_on_one_http2_connection_end_alone() {
+    use apiserver_tests::metrics::scrape;
+    use futures_util::{StreamExt, TryStreamExt};
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, PostParams};
+
+    // Enough ~450-byte events to put the non-reading watch (64 KiB window) more than the
+    // namespace feed's 256-event buffer behind, and few enough that the readers' own
+    // send buffers (400 KiB a stream) never fill while the client stalls.
+    const WRITES: usize = 600;
+    const MARKER: &str = "marker";
+    let s = TestServer::start();
+    let c = s.client().await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
+    let rv = configmaps
+        .list_metadata(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+
+    let script = s.write_file("h2_watches.py", H2_WATCHES_CLIENT);
+    let mut child = Command::new(apiserver_tests::python_binary())
+        .arg(&script)
+        .arg(s.port().to_string())
+        .arg(s.data_dir().join("certs").join("ca.crt"))
+        .arg(admin_token(&s))
+        .arg(&rv)
+        .args(["8", "12", MARKER])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("starting python3");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let client = Stalled(child);
+    let mut next_line = move || {
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        line.trim().to_string()
+    };
+    let line = next_line();
+    assert_eq!(line, "watching", "the watches did not start");
+
+    let create = |name: String| {
+        let configmaps = configmaps.clone();
+        async move {
+            let cm: ConfigMap = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name},
+                "data": {"k": "x".repeat(200)},
+            }))
+            .unwrap();
+            configmaps.create(&PostParams::default(), &cm).await
+        }
+    };
+    futures_util::stream::iter(0..WRITES)
+        .map(|i| create(format!("cm-{i:04}")))
+        .buffer_unordered(16)
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("creating the ConfigMaps");
+    // The marker is written once the client reads again: the readers can only see it
+    // if their connection outlived the stall.
+    assert_eq!(next_line(), "stalling");
+    assert_eq!(next_line(), "reading");
+    create(MARKER.into()).await.expect("creating the marker");
+
+    let mut lines = Vec::new();
+    loop {
+        let line = next_line();
+        if line.is_empty() {
+            break;
+        }
+        lines.push(line);
+    }
+    drop(client);
+    let report = format!("{}\nserver log:\n{}", lines.join("\n"), s.stderr_tail());
+    let events = (WRITES + 1).to_string();
+    for reader in ["reader1", "reader2"] {
+        let want = format!("{reader} {events} True None");
+        assert!(
+            lines.contains(&want),
+            "{reader} did not get every event:\n{report}"
+        );
+    }
+    assert!(lines.contains(&"connection open".to_string()), "{report}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("timeout ") && l.ends_with(" ended")),
+        "the watch with timeoutSeconds=1 did not end cleanly:\n{report}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("cancel ") && l.ends_with(" cancelled")),
+        "{report}"
+    );
+    let terminated = scrape(&c).await.value(
+        "apiserver_terminated_watchers_total",
+        &[("group", ""), ("resource", "configmaps")],
+    );
+    assert_eq!(
+        terminated, 1.0,
+        "the slow watch, and only it, was terminated:\n{report}"
+    );
 }
 
 /// How many idle connections [`idle_connections_hold_bounded_memory`] opens.

@@ -76,6 +76,7 @@ fn open_event(
         prev_create_revision: e.prev_create_revision,
         prev_mod_revision: e.prev_mod_revision,
         encoded: Default::default(),
+        labels: Default::default(),
     }))
 }
 
