@@ -240,6 +240,11 @@ impl RequestAdmission {
         }
     }
 
+    /// Who makes the request.
+    pub fn user(&self) -> &UserInfo {
+        &self.user
+    }
+
     fn attributes<'a>(
         &'a self,
         operation: Operation,

@@ -4,6 +4,7 @@
 pub mod byte_fields;
 pub mod meta;
 pub mod options;
+pub mod quantity;
 pub mod selectors;
 pub mod status;
 pub mod yaml;

@@ -113,7 +113,9 @@ pub fn decode_body_as(
     }
     check_type_meta(&value, res)?;
     let bad_bytes = || match res.builtin() {
-        true => crate::api::byte_fields::first_illegal_base64(&value, &res.schema),
+        true => crate::api::byte_fields::first_illegal_base64(&value, &res.schema).or_else(|| {
+            crate::api::quantity::first_unparsable(&value, &res.schema).map(str::to_string)
+        }),
         false => None,
     };
     if let Some(why) = check_meta_types(&value).err().or_else(bad_bytes) {

@@ -55,19 +55,16 @@ fn columns(res: &ApiResource) -> Vec<Column<'_>> {
     let printer = res.def.printer_columns.iter().map(Column::Printer);
     let computed = res.strategy.computed_columns().iter().map(Column::Computed);
     let all = printer.chain(computed);
+    let age = res.strategy.prints_age().then_some(Column::Age);
     if !res.builtin() {
-        return all.chain([Column::Age]).collect();
+        return all.chain(age).collect();
     }
     let (narrow, wide): (Vec<Column<'_>>, Vec<Column<'_>>) = all.partition(|c| match c {
         Column::Printer(p) => p.priority == 0,
         Column::Computed(c) => c.priority == 0,
         Column::Age => true,
     });
-    narrow
-        .into_iter()
-        .chain([Column::Age])
-        .chain(wide)
-        .collect()
+    narrow.into_iter().chain(age).chain(wide).collect()
 }
 
 /// The Table's columns: Name, then `columns` (of [`columns`]).

@@ -71,7 +71,8 @@ pub fn clean_intent(mut intent: Value) -> Value {
 }
 
 /// The object after `manager` applies `intent` to `live` (None: the object is created).
-/// `subresource` is `status` for applies to /status.
+/// `subresource` is `status` for applies to /status, a part subresource's name for
+/// applies to it (the intent already holds its part alone).
 pub fn apply(
     live: Option<&Value>,
     intent: &Value,
@@ -81,7 +82,7 @@ pub fn apply(
     subresource: Option<&str>,
     now: &str,
 ) -> Result<Value, ApiError> {
-    let include_status = subresource == Some("status") || !res.def.subresources.status;
+    let include_status = subresource.is_some() || !res.def.subresources.status;
     let mut scoped_intent = intent.clone();
     if let Some(m) = scoped_intent.as_object_mut() {
         if subresource == Some("status") {

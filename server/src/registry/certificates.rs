@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::strategy::Strategy;
 use crate::api::StatusCause;
+use crate::auth::UserInfo;
 
 /// CertificateSigningRequest: updates change metadata only; `/status` the certificate
 /// (once) and conditions other than Approved and Denied; `approval` (a part subresource,
@@ -15,6 +16,32 @@ use crate::api::StatusCause;
 pub struct CertificateSigningRequestStrategy;
 
 impl Strategy for CertificateSigningRequestStrategy {
+    /// As upstream: the requester's name, uid, groups and extra replace whatever the
+    /// client sent, so a signer or approver can trust them.
+    fn record_requester(&self, obj: &mut Value, user: Option<&UserInfo>) {
+        let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+            return;
+        };
+        for field in ["username", "uid", "groups", "extra"] {
+            spec.remove(field);
+        }
+        let Some(user) = user else {
+            return;
+        };
+        if !user.name.is_empty() {
+            spec.insert("username".into(), json!(user.name));
+        }
+        if !user.uid.is_empty() {
+            spec.insert("uid".into(), json!(user.uid));
+        }
+        if !user.groups.is_empty() {
+            spec.insert("groups".into(), json!(user.groups));
+        }
+        if !user.extra.is_empty() {
+            spec.insert("extra".into(), json!(user.extra));
+        }
+    }
+
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         // Neither the request nor its approval change through the object itself.
         match old.get("spec") {

@@ -26,6 +26,10 @@ pub enum Part {
     /// `certificatesigningrequests/approval`: `status.conditions`, of which the
     /// Approved and Denied ones.
     CertificateApproval,
+    /// A pod's `spec.nodeName` and annotations, as the `binding` hook writes them
+    /// (upstream's binding skips pod update validation too). No definition declares
+    /// it: it is the hook's, not a subresource of its own.
+    PodBinding,
 }
 
 impl Part {
@@ -97,6 +101,16 @@ impl Part {
                     _ => spec.remove("finalizers"),
                 };
             }
+            Part::PodBinding => {
+                object_at(&mut merged, "spec")
+                    .insert("nodeName".into(), new["spec"]["nodeName"].clone());
+                match new["metadata"].get("annotations") {
+                    Some(a) => {
+                        object_at(&mut merged, "metadata").insert("annotations".into(), a.clone())
+                    }
+                    None => object_at(&mut merged, "metadata").remove("annotations"),
+                };
+            }
             Part::CertificateApproval => {
                 let status = object_at(&mut merged, "status");
                 match new["status"].get("conditions") {
@@ -109,6 +123,64 @@ impl Part {
         merged
     }
 
+    /// What a server-side apply through the subresource applies: the intent's part
+    /// alone (a resize: each container's name, resources and resize policy), under its
+    /// type and name, so the manager owns no field outside the part.
+    pub fn scope_intent(self, intent: &Value) -> Value {
+        let mut scoped = json!({
+            "apiVersion": intent["apiVersion"],
+            "kind": intent["kind"],
+            "metadata": {},
+        });
+        for key in ["name", "namespace"] {
+            if let Some(v) = intent["metadata"].get(key) {
+                scoped["metadata"][key] = v.clone();
+            }
+        }
+        let mut copy = |outer: &str, inner: &str, value: Value| {
+            if !value.is_null() {
+                object_at(&mut scoped, outer).insert(inner.into(), value);
+            }
+        };
+        match self {
+            Part::EphemeralContainers => copy(
+                "spec",
+                "ephemeralContainers",
+                intent["spec"]["ephemeralContainers"].clone(),
+            ),
+            Part::PodResize => {
+                for list in ["containers", "initContainers"] {
+                    let Some(items) = intent["spec"][list].as_array() else {
+                        continue;
+                    };
+                    let items: Vec<Value> = items
+                        .iter()
+                        .map(|c| {
+                            let mut kept = Map::new();
+                            for field in ["name", "resources", "resizePolicy"] {
+                                if let Some(v) = c.get(field) {
+                                    kept.insert(field.into(), v.clone());
+                                }
+                            }
+                            Value::Object(kept)
+                        })
+                        .collect();
+                    copy("spec", list, Value::Array(items));
+                }
+            }
+            Part::NamespaceFinalize => {
+                copy("spec", "finalizers", intent["spec"]["finalizers"].clone())
+            }
+            Part::CertificateApproval => copy(
+                "status",
+                "conditions",
+                intent["status"]["conditions"].clone(),
+            ),
+            Part::PodBinding => {}
+        }
+        scoped
+    }
+
     /// Upstream's checks of a write through the subresource (`new` is [`Part::merge`]'s
     /// object).
     pub fn validate(self, new: &Value, old: &Value) -> Vec<StatusCause> {
@@ -116,6 +188,8 @@ impl Part {
             Part::EphemeralContainers => validate_ephemeral_containers(new, old),
             Part::PodResize => validate_resize(new, old),
             Part::NamespaceFinalize => validate_finalizer_names(new),
+            // The hook checked the node and that the pod was unassigned.
+            Part::PodBinding => Vec::new(),
             Part::CertificateApproval => {
                 let mut causes = validate_csr_conditions(new, old);
                 causes.extend(csr_conditions_kept(

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use crate::api::meta::NameRule;
 use crate::api::StatusCause;
+use crate::auth::UserInfo;
 use crate::registry::config_data;
 
 /// A Table column computed by code rather than a JSONPath (ConfigMap's and Secret's DATA).
@@ -43,6 +44,10 @@ pub trait Strategy: Send + Sync {
     }
     /// Fills in server-owned fields and normalises a new object.
     fn prepare_for_create(&self, _obj: &mut Value) {}
+    /// Records who creates the object where the kind keeps it (a
+    /// CertificateSigningRequest's requester), after [`Strategy::prepare_for_create`];
+    /// `user` is `None` for the server's own writes.
+    fn record_requester(&self, _obj: &mut Value, _user: Option<&UserInfo>) {}
     /// Normalises an object about to replace `old`.
     fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
         self.prepare_for_create(new);
@@ -103,6 +108,19 @@ pub trait Strategy: Send + Sync {
     /// name the version it replaces (custom resources, as CRDs do).
     fn allow_unconditional_update(&self) -> bool {
         !self.tracks_generation()
+    }
+    /// Whether objects are not stored but made on each read from the server's health
+    /// checks (ComponentStatus): GET and LIST answer them, nothing writes them.
+    fn reports_health(&self) -> bool {
+        false
+    }
+    /// The `Warning` every request of a kind deprecated upstream gets.
+    fn deprecation_warning(&self) -> Option<&'static str> {
+        None
+    }
+    /// Whether Tables print Age (upstream prints none for ComponentStatus).
+    fn prints_age(&self) -> bool {
+        true
     }
     /// Whether `metadata.generation` tracks spec changes (custom resources do; ConfigMaps
     /// and Secrets do not carry it).
@@ -400,11 +418,13 @@ pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy,
         }
         Some("Job") => &super::workloads::JobStrategy,
         Some("ConfigMap") => &ConfigMapStrategy,
+        Some("ComponentStatus") => &super::component_status::ComponentStatusStrategy,
         Some("Namespace") => &NamespaceStrategy,
         Some("CustomResourceDefinition") => &CustomResourceDefinitionStrategy,
         Some("RBAC") => &RbacStrategy,
         Some("Service") => &super::service_strategy::ServiceStrategy,
         Some("Pod") => &super::workloads::PodStrategy,
+        Some("PersistentVolumeClaim") => &super::claims::PersistentVolumeClaimStrategy,
         Some("Deployment") => &super::workloads::DeploymentStrategy,
         Some("PodTemplateOwner") => &super::workloads::SPEC_TEMPLATE,
         Some("CronJob") => &super::workloads::JOB_TEMPLATE,

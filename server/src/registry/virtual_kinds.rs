@@ -207,7 +207,7 @@ impl CreateHook for Binding {
                 &pods,
                 req.namespace,
                 name,
-                crate::registry::store::Target::Main,
+                crate::registry::store::Target::Part(crate::registry::parts::Part::PodBinding),
                 &ctx,
                 |old| {
                     let mut pod = old.clone();

@@ -6,6 +6,7 @@
 use serde_json::{json, Map, Value};
 
 use super::cel::library::parse_quantity;
+use super::pod_spec;
 use super::strategy::{ComputedColumn, Strategy};
 use crate::api::StatusCause;
 
@@ -285,15 +286,20 @@ impl Strategy for PodStrategy {
         }
     }
 
-    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        // Defaults only: what else changed is for `validate_update` to refuse (ephemeral
+        // containers and resources change through their subresources).
         if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
             default_pod_spec(spec);
-            // Ephemeral containers change through `ephemeralcontainers` alone.
-            match old["spec"].get("ephemeralContainers") {
-                Some(e) => spec.insert("ephemeralContainers".into(), e.clone()),
-                None => spec.remove("ephemeralContainers"),
-            };
         }
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<StatusCause> {
+        pod_spec::validate_pod_spec(&obj["spec"], "spec", true)
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<StatusCause> {
+        pod_spec::validate_pod_update(new, old)
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<StatusCause> {
@@ -391,6 +397,10 @@ impl Strategy for JobStrategy {
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         // The template's defaults alone: a selector is generated on create only.
         SPEC_TEMPLATE.prepare_for_update(new, old);
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<StatusCause> {
+        validate_template(obj, &["spec", "template"])
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<StatusCause> {
@@ -593,6 +603,10 @@ impl Strategy for DeploymentStrategy {
         DEPLOYMENT_COLUMNS
     }
 
+    fn validate(&self, obj: &Value) -> Vec<StatusCause> {
+        validate_template(obj, &["spec", "template"])
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
             default(spec, "replicas", json!(1));
@@ -630,6 +644,10 @@ impl Strategy for TemplateStrategy {
         }
     }
 
+    fn validate(&self, obj: &Value) -> Vec<StatusCause> {
+        validate_template(obj, self.path)
+    }
+
     // Built-in kinds take a PUT without resourceVersion (a pod template has no
     // generation to track).
     fn allow_unconditional_update(&self) -> bool {
@@ -639,6 +657,22 @@ impl Strategy for TemplateStrategy {
     fn tracks_generation(&self) -> bool {
         self.path.len() > 1
     }
+}
+
+/// The pod spec checks of the template at `path` (`["spec", "template"]`) of `obj`.
+fn validate_template(obj: &Value, path: &[&str]) -> Vec<StatusCause> {
+    let mut template = obj;
+    for p in path {
+        template = &template[*p];
+    }
+    if !template.is_object() {
+        return Vec::new();
+    }
+    pod_spec::validate_pod_spec(
+        &template["spec"],
+        &format!("{}.spec", path.join(".")),
+        false,
+    )
 }
 
 /// ReplicaSet, StatefulSet, DaemonSet, ReplicationController and Job (`spec.template`).

@@ -428,3 +428,65 @@ async fn create_only_kinds_serve_post_alone_and_unwritten_hooks_say_so() {
     let token = s.kubectl_ok(&["create", "token", "builder", "-n", "default"]);
     assert_eq!(token.trim().split('.').count(), 3, "{token}");
 }
+
+/// `kubectl get cs` as upstream prints it: ComponentStatus is not stored but made per
+/// read from the storage's health (`etcd-0`), read-only, with upstream's deprecation
+/// warning and columns (no AGE).
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_get_cs_reports_the_storage_as_etcd_0() {
+    let s = TestServer::start();
+    let out = s.kubectl(&["get", "cs"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Warning: v1 ComponentStatus is deprecated in v1.19+"),
+        "{stderr}"
+    );
+    assert_eq!(row(&stdout, "NAME"), ["NAME", "STATUS", "MESSAGE", "ERROR"]);
+    assert_eq!(row(&stdout, "etcd-0"), ["etcd-0", "Healthy", "ok"]);
+    assert_eq!(stdout.lines().count(), 2, "{stdout}");
+
+    let one = json_of(&s.kubectl_ok(&["get", "componentstatus", "etcd-0", "-o", "json"]));
+    assert_eq!(one["kind"], "ComponentStatus");
+    assert_eq!(one["metadata"]["name"], "etcd-0");
+    assert_eq!(
+        one["conditions"],
+        json!([{"type": "Healthy", "status": "True", "message": "ok"}])
+    );
+    let list = json_of(&s.kubectl_ok(&["get", "cs", "-o", "json"]));
+    assert_eq!(list["items"][0], one, "{list}");
+
+    let missing = s.kubectl(&["get", "cs", "scheduler"]);
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr)
+            .contains("Error from server (NotFound): componentstatuses \"scheduler\" not found"),
+        "{}",
+        String::from_utf8_lossy(&missing.stderr)
+    );
+
+    // Read-only: no other verb is served.
+    let client = s.client().await;
+    let body = json!({"apiVersion": "v1", "kind": "ComponentStatus", "metadata": {"name": "mine"}});
+    let created = raw_request(
+        &client,
+        "POST",
+        "/api/v1/componentstatuses",
+        Some("application/json"),
+        body.to_string(),
+    )
+    .await;
+    assert_eq!(created.status, 405, "{}", created.text);
+    let deleted = raw_request(
+        &client,
+        "DELETE",
+        "/api/v1/componentstatuses/etcd-0",
+        None,
+        String::new(),
+    )
+    .await;
+    assert_eq!(deleted.status, 405, "{}", deleted.text);
+}

@@ -169,8 +169,9 @@ async fn kubectl_debug_adds_an_ephemeral_container_which_stays_as_it_was_added()
     assert_eq!(names, ["debugger", "second"]);
     assert!(added.json["metadata"]["labels"].get("through").is_none());
 
-    // The pod itself does not change them, and no pod is created with one.
-    s.kubectl_ok(&[
+    // The pod itself does not change them (a pod update may change images and little
+    // else), and no pod is created with one.
+    let out = s.kubectl(&[
         "patch",
         "pod",
         "web",
@@ -178,6 +179,12 @@ async fn kubectl_debug_adds_an_ephemeral_container_which_stays_as_it_was_added()
         "-p",
         r#"[{"op":"remove","path":"/spec/ephemeralContainers"}]"#,
     ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("spec: Forbidden: pod updates may not change fields other than"),
+        "{err}"
+    );
     let pod = get_json(&s, &["pod", "web"]);
     assert_eq!(
         pod["spec"]["ephemeralContainers"].as_array().map(Vec::len),
@@ -381,6 +388,199 @@ fn create_csr(s: &TestServer, name: &str) {
     });
     let file = s.write_file(&format!("{name}.json"), &csr.to_string());
     s.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
+}
+
+/// The managedFields entry of `manager`, if any.
+fn managed_by<'a>(obj: &'a Value, manager: &str) -> &'a Value {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .and_then(|l| l.iter().find(|e| e["manager"] == manager))
+        .unwrap_or(&Value::Null)
+}
+
+/// Server-side apply through the part subresources: each applies its part alone (what
+/// else the configuration says is ignored) and records the manager against the
+/// subresource, as upstream's apply does.
+#[tokio::test(flavor = "multi_thread")]
+async fn server_side_apply_writes_the_part_subresources() {
+    const APPLY: &str = "application/apply-patch+yaml";
+    let s = TestServer::start();
+    let created = send(
+        &s,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        JSON,
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+               "spec": {"containers": [{"name": "web", "image": "nginx",
+                        "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}}]}}),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    let base = "/api/v1/namespaces/default/pods/web";
+
+    let r = send(
+        &s,
+        "PATCH",
+        &format!("{base}/ephemeralcontainers?fieldManager=debugger"),
+        APPLY,
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "labels": {"ignored": "yes"}},
+               "spec": {"ephemeralContainers": [{"name": "dbg", "image": "busybox"}]}}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json["spec"]["ephemeralContainers"][0]["name"], "dbg");
+    assert!(r.json["metadata"].get("labels").is_none(), "{}", r.text);
+    let entry = managed_by(&r.json, "debugger");
+    assert_eq!(entry["operation"], "Apply", "{}", r.text);
+    assert_eq!(entry["subresource"], "ephemeralcontainers", "{}", r.text);
+
+    // The creator owns the requests: a conflict, until forced.
+    let resize = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+               "spec": {"containers": [{"name": "web", "image": "ignored:1",
+                        "resources": {"requests": {"cpu": "150m"}, "limits": {"cpu": "200m"}}}]}});
+    let path = format!("{base}/resize?fieldManager=resizer");
+    let r = send(&s, "PATCH", &path, APPLY, resize.clone()).await;
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert!(
+        r.json["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(".spec.containers[name=\"web\"].resources.requests.cpu"),
+        "{}",
+        r.text
+    );
+    let r = send(&s, "PATCH", &format!("{path}&force=true"), APPLY, resize).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let container = &r.json["spec"]["containers"][0];
+    assert_eq!(
+        container["resources"]["requests"]["cpu"], "150m",
+        "{}",
+        r.text
+    );
+    assert_eq!(container["image"], "nginx", "{}", r.text);
+    assert_eq!(
+        managed_by(&r.json, "resizer")["subresource"],
+        "resize",
+        "{}",
+        r.text
+    );
+
+    create_csr(&s, "carol");
+    let r = send(
+        &s,
+        "PATCH",
+        "/apis/certificates.k8s.io/v1/certificatesigningrequests/carol/approval?fieldManager=approver",
+        APPLY,
+        json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+               "metadata": {"name": "carol"},
+               "status": {"conditions": [{"type": "Approved", "status": "True", "reason": "Applied", "message": "by apply"}]}}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.json["status"]["conditions"][0]["type"], "Approved",
+        "{}",
+        r.text
+    );
+    assert_eq!(r.json["status"]["conditions"][0]["reason"], "Applied");
+    assert_eq!(
+        managed_by(&r.json, "approver")["subresource"],
+        "approval",
+        "{}",
+        r.text
+    );
+    let csr = get_json(&s, &["csr", "carol"]);
+    assert_eq!(csr["status"]["conditions"][0]["message"], "by apply", "{csr}");
+}
+
+/// A CSR whose body claims to come from someone else.
+fn spoofed_csr(name: &str) -> Value {
+    json!({
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": name},
+        "spec": {"request": csr_request(name), "signerName": "example.com/signer", "usages": ["client auth"],
+                 "username": "mallory", "uid": "forged", "groups": ["system:masters"], "extra": {"forged": ["yes"]}}
+    })
+}
+
+#[test]
+fn a_csrs_requester_is_whoever_created_it_whatever_the_body_says() {
+    let s = TestServer::start();
+    // The admin.
+    let file = s.write_file("by-admin.json", &spoofed_csr("by-admin").to_string());
+    s.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
+    let whoami: Value =
+        serde_json::from_str(&s.kubectl_ok(&["auth", "whoami", "-o", "json"])).expect("JSON");
+    let admin = &whoami["status"]["userInfo"];
+    let spec = get_json(&s, &["csr", "by-admin"])["spec"].clone();
+    assert_eq!(spec["username"], admin["username"], "{spec}");
+    assert_ne!(spec["username"], "mallory");
+    assert_eq!(spec["groups"], admin["groups"], "{spec}");
+    assert_eq!(spec["uid"], admin["uid"], "{spec}");
+    assert_eq!(spec["extra"], admin["extra"], "{spec}");
+
+    // A service account, with a uid and extra of its own.
+    s.kubectl_ok(&["create", "serviceaccount", "robot"]);
+    s.kubectl_ok(&[
+        "create",
+        "clusterrole",
+        "csr-creator",
+        "--verb=create,get",
+        "--resource=certificatesigningrequests",
+    ]);
+    s.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        "csr-creator",
+        "--clusterrole=csr-creator",
+        "--serviceaccount=default:robot",
+    ]);
+    let token = s
+        .kubectl_ok(&["create", "token", "robot"])
+        .trim()
+        .to_string();
+    let robot = s.kubeconfig_for(
+        "robot",
+        &apiserver_tests::credentials::UserCredentials::Token(token),
+    );
+    let file = s.write_file("by-robot.json", &spoofed_csr("by-robot").to_string());
+    let out = s.kubectl_as(&robot, &["create", "-f", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spec = get_json(&s, &["csr", "by-robot"])["spec"].clone();
+    assert_eq!(
+        spec["username"], "system:serviceaccount:default:robot",
+        "{spec}"
+    );
+    assert_eq!(
+        spec["groups"],
+        json!([
+            "system:serviceaccounts",
+            "system:serviceaccounts:default",
+            "system:authenticated"
+        ]),
+        "{spec}"
+    );
+    let sa_uid = s.kubectl_ok(&[
+        "get",
+        "serviceaccount",
+        "robot",
+        "-o",
+        "jsonpath={.metadata.uid}",
+    ]);
+    assert_eq!(spec["uid"], sa_uid.trim(), "{spec}");
+    let extra = spec["extra"].as_object().expect("extra");
+    assert!(extra.get("forged").is_none(), "{spec}");
+    assert!(
+        extra["authentication.kubernetes.io/credential-id"][0]
+            .as_str()
+            .is_some_and(|id| id.starts_with("JTI=")),
+        "{spec}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

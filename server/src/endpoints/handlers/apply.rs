@@ -35,8 +35,13 @@ pub(super) async fn apply(
     let force = opts.force;
     let mut ctx = write_context(req, scope, opts);
     ctx.apply = true;
+    // Status and the part subresources take apply; what they apply is their part.
+    let target = scope.target();
     let subresource = match scope.subresource {
         Some(Subresource::Status) => Some("status"),
+        Some(other @ Subresource::Part(_)) if matches!(target, Target::Part(_)) => {
+            Some(other.name(&scope.resource.def))
+        }
         Some(other) => {
             return Err(ApiError::bad_request(format!(
                 "server-side apply is not supported on the {} subresource",
@@ -54,13 +59,11 @@ pub(super) async fn apply(
         .as_str()
         .filter(|s| !s.is_empty())
         .map(str::to_string);
-    let intent = registry_apply::clean_intent(intent);
+    let mut intent = registry_apply::clean_intent(intent);
+    if let Target::Part(part) = target {
+        intent = part.scope_intent(&intent);
+    }
     let now = crate::api::meta::now_rfc3339();
-    let target = if subresource.is_some() {
-        Target::Status
-    } else {
-        Target::Main
-    };
 
     for _ in 0..2 {
         let existing = match state.store.get(res, ns, &name).await {

@@ -3,6 +3,7 @@
 //! store, and renders the result; errors leave as `Status` through [`ApiError`].
 
 mod apply;
+mod component_status;
 mod create;
 mod delete;
 mod get;
@@ -44,7 +45,10 @@ pub async fn serve(
             ..ApiError::method_not_allowed()
         });
     }
+    let reports = scope.resource.strategy.reports_health();
     let reply = match scope.verb {
+        Verb::Get if reports => component_status::get(&req, &state, &scope).await,
+        Verb::List if reports => component_status::list(&req, &state, &scope).await,
         Verb::Get => get::get(&req, &state, &scope).await,
         Verb::List | Verb::Watch => list::list(&req, &state, &scope).await,
         Verb::Create if virtual_create::serves(&scope) => {
@@ -59,6 +63,13 @@ pub async fn serve(
     let mut warnings: Vec<String> = crd
         .and_then(|c| c.deprecation_warning.clone())
         .into_iter()
+        .chain(
+            scope
+                .resource
+                .strategy
+                .deprecation_warning()
+                .map(str::to_string),
+        )
         .collect();
     if let Some(admission) = req.extensions().get::<Arc<RequestAdmission>>() {
         warnings.extend(admission.outcome().warnings());

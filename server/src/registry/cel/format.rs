@@ -172,7 +172,7 @@ fn as_prefix(s: &str) -> String {
 }
 
 /// An IANA service name, as a named container port (`http`, `metrics-2`).
-fn port_name_errors(s: &str) -> Vec<String> {
+pub(crate) fn port_name_errors(s: &str) -> Vec<String> {
     let mut errors = Vec::new();
     if s.len() > 15 {
         errors.push("must be no more than 15 characters".to_string());

@@ -24,7 +24,7 @@ use cost::{
 pub use cost::{PER_CALL_LIMIT, RUNTIME_BUDGET};
 
 mod cost;
-mod format;
+pub(crate) mod format;
 pub(crate) mod library;
 mod semver;
 pub mod type_check;
