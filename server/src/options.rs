@@ -611,6 +611,20 @@ pub struct ServerRunOptions {
     #[arg(long = "kubeconfig-out", help_heading = sections::MISC, value_name = "string")]
     pub kubeconfig_out: Option<PathBuf>,
 
+    /// The embedded store's page cache, in bytes or with a Ki, Mi or Gi suffix (at least
+    /// 1Mi). The watch caches hold every object already, so it speeds up writes and the
+    /// reads that reach the store (exact and past reads); a larger one holds more of the
+    /// store's pages in memory. Unused with --etcd-servers. Not a kube-apiserver flag.
+    #[arg(long = "storage-cache-size", default_value = "16Mi", value_parser = crate::storage::parse_cache_size, help_heading = sections::MISC, value_name = "quantity")]
+    pub storage_cache_size: usize,
+
+    /// How many changes the embedded store keeps in memory for watches and paginated
+    /// lists (at least 100); a watch or continue token older than that gets 410 Expired
+    /// and the client lists again. --etcd-compaction-interval trims it too. Unused with
+    /// --etcd-servers. Not a kube-apiserver flag.
+    #[arg(long = "storage-history-size", default_value_t = crate::storage::events::DEFAULT_HISTORY, value_parser = crate::storage::parse_history_size, help_heading = sections::MISC, value_name = "int")]
+    pub storage_history_size: usize,
+
     /// The PKCS#8 private key (RSA or ECDSA) that signs service account tokens.
     /// Default: a P-256 key the server generates once in `--data-dir`.
     #[arg(long = "service-account-signing-key-file", value_name = "FILE", help_heading = sections::MISC)]
@@ -1312,6 +1326,10 @@ impl ServerRunOptions {
                 },
             }),
             compaction_interval: self.etcd_compaction_interval,
+            embedded: crate::storage::embedded::EmbeddedOptions {
+                cache_size: self.storage_cache_size,
+                history: self.storage_history_size,
+            },
         }
     }
 

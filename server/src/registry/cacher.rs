@@ -309,6 +309,9 @@ impl Cacher {
         while state.history.len() > HISTORY {
             if let Some(old) = state.history.pop_front() {
                 state.floor = old.revision;
+                // Live watchers are past it (one a buffer behind is terminated); the
+                // event log may hold the event longer, with its bytes but not its line.
+                old.encoded.forget();
             }
         }
         // Sent under the lock, so a watch set up under it sees each change exactly once.
@@ -345,7 +348,9 @@ impl Cacher {
         self.progress.send_replace(None);
         let mut state = self.write();
         state.objects.clear();
-        state.history.clear();
+        for event in state.history.drain(..) {
+            event.encoded.forget();
+        }
         state.events = None;
         state.by_namespace.clear();
     }
@@ -521,6 +526,36 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(got.revision, other);
+    }
+
+    /// An event's shared watch line lives while the event is in the window, not as long
+    /// as the storage's history keeps the event.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_event_leaving_the_window_forgets_its_watch_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let s: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(&dir.path().join("db")).unwrap());
+        let c = Cacher::start(s.clone(), "/registry/a/".into());
+        c.wait_loaded().await;
+        let start = c.revision().unwrap();
+        let first = s
+            .create("/registry/a/ns/first", Bytes::new())
+            .await
+            .unwrap();
+        applied(&c, first).await;
+        let mut w = c.watch("/registry/a/", Some(start)).unwrap();
+        let event = w.backlog.pop_front().unwrap();
+        event.encoded.get_or_init(|| Bytes::from_static(b"line"));
+        let writes = (0..HISTORY).map(|i| {
+            let s = s.clone();
+            async move { s.create(&format!("/registry/a/ns/{i}"), Bytes::new()).await }
+        });
+        let last = futures_util::future::try_join_all(writes).await.unwrap();
+        applied(&c, last.into_iter().max().unwrap()).await;
+        assert!(
+            c.watch("/registry/a/", Some(start)).is_none(),
+            "out of the window"
+        );
+        assert_eq!(event.encoded.get(), None);
     }
 
     #[tokio::test]

@@ -67,10 +67,10 @@ impl WatchEvent {
             WatchEvent::Shared(_) if res.converts() => Ok(encode(&self.object_event(res)?)),
             WatchEvent::Shared(stored) => {
                 if let Some(line) = stored.encoded.get() {
-                    return Ok(line.clone());
+                    return Ok(line);
                 }
                 let line = encode(&self.object_event(res)?);
-                Ok(stored.encoded.get_or_init(|| line).clone())
+                Ok(stored.encoded.get_or_init(|| line))
             }
         }
     }

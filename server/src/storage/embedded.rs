@@ -27,6 +27,29 @@ const KV: TableDefinition<&str, &[u8]> = TableDefinition::new("kv");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// At most this many writes share one transaction.
 const MAX_BATCH: usize = 512;
+/// redb's page cache by default (`--storage-cache-size`). redb's own default is 1 GiB,
+/// which keeps every page of a store that size resident although the watch caches hold
+/// every object already; reads of the store itself are rare (cache misses, exact and
+/// paginated past reads) and hit the kernel's page cache when redb's misses.
+pub const DEFAULT_CACHE_SIZE: usize = 16 << 20;
+
+/// How much memory the embedded store may use beyond its data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EmbeddedOptions {
+    /// redb's page cache, bytes (a tenth of it buffers a transaction's writes).
+    pub cache_size: usize,
+    /// Changes kept for watches and paginated lists (older start points: 410).
+    pub history: usize,
+}
+
+impl Default for EmbeddedOptions {
+    fn default() -> Self {
+        EmbeddedOptions {
+            cache_size: DEFAULT_CACHE_SIZE,
+            history: DEFAULT_HISTORY,
+        }
+    }
+}
 
 /// redb-backed [`Storage`].
 #[derive(Clone)]
@@ -184,17 +207,25 @@ fn read_revision(meta: &impl ReadableTable<&'static str, u64>) -> Result<u64, St
 }
 
 impl EmbeddedStorage {
+    /// Opens (or creates) the store at `path` with the default options.
+    pub fn open(path: &Path) -> Result<Self, StorageError> {
+        Self::open_with(path, EmbeddedOptions::default())
+    }
+
     /// Opens (or creates) the store at `path`. Watch history starts at the revision found
     /// on disk: watches from before a restart get 410 and re-list, as after compaction.
-    pub fn open(path: &Path) -> Result<Self, StorageError> {
-        let db = Database::create(path).map_err(|e| match e {
-            // redb locks the file: a second process on the same data directory.
-            redb::DatabaseError::DatabaseAlreadyOpen => internal(
-                "it is open in another process: the embedded store serves one instance; \
+    pub fn open_with(path: &Path, options: EmbeddedOptions) -> Result<Self, StorageError> {
+        let db = Database::builder()
+            .set_cache_size(options.cache_size)
+            .create(path)
+            .map_err(|e| match e {
+                // redb locks the file: a second process on the same data directory.
+                redb::DatabaseError::DatabaseAlreadyOpen => internal(
+                    "it is open in another process: the embedded store serves one instance; \
                  run several instances on one etcd (--etcd-servers) instead",
-            ),
-            e => internal(e),
-        })?;
+                ),
+                e => internal(e),
+            })?;
         let tx = db.begin_write().map_err(internal)?;
         let revision;
         {
@@ -204,7 +235,7 @@ impl EmbeddedStorage {
         }
         tx.commit().map_err(internal)?;
         let db = Arc::new(db);
-        let events = Arc::new(EventLog::new(revision, DEFAULT_HISTORY));
+        let events = Arc::new(EventLog::new(revision, options.history));
         let (writes, queue) = std_mpsc::channel();
         let committer = {
             let (db, events) = (db.clone(), events.clone());

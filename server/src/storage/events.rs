@@ -1,16 +1,29 @@
 //! The event log behind storage watches: a bounded in-memory history of committed changes
-//! plus a broadcast to live watchers. Each event is shared (`Arc`) by every watcher.
+//! plus a broadcast to live watchers. Each event is shared (`Arc`) by every watcher, and an
+//! update's previous value shares the bytes of the event that wrote it while that event is
+//! in the history, so an object's bytes are held once however many events name them.
+//!
+//! The broadcast is small ([`WATCHER_BUFFER`] events): a watcher that falls further behind
+//! catches up from the history, and only one that the history has passed gets `Expired`.
+//! A broadcast as large as the history would keep up to its capacity of old events alive
+//! in its slots beyond the history's bound.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use tokio::sync::{broadcast, mpsc};
 
 use super::{EventReceiver, StorageError, StoredEvent, WatchItem};
 
-/// How many events the history keeps; watches older than that get `Expired` (410).
+/// How many events the history keeps by default (`--storage-history-size`); watches and
+/// paginated lists older than that get `Expired` (410).
 pub const DEFAULT_HISTORY: usize = 10_000;
-/// Buffer between the broadcast and one watcher.
+/// The fewest events a history may keep: a watch cache lists, then watches from the
+/// list's revision, and writes landing in between must still be in the history.
+pub const MIN_HISTORY: usize = 100;
+/// Events the broadcast holds for live watchers, and the buffer between it and one
+/// watcher.
 const WATCHER_BUFFER: usize = 1024;
 
 /// History and fan-out of committed events.
@@ -29,9 +42,10 @@ struct Inner {
 }
 
 impl EventLog {
-    /// A log whose history starts at `revision` (nothing before it is known).
+    /// A log whose history starts at `revision` (nothing before it is known) and keeps
+    /// the last `capacity` events.
     pub fn new(revision: u64, capacity: usize) -> Self {
-        let (tx, _) = broadcast::channel(WATCHER_BUFFER.max(capacity.min(65_536)));
+        let (tx, _) = broadcast::channel(WATCHER_BUFFER);
         EventLog {
             inner: Mutex::new(Inner {
                 events: VecDeque::new(),
@@ -48,9 +62,13 @@ impl EventLog {
     }
 
     /// Records a committed event. Callers publish in revision order.
-    pub fn publish(&self, event: StoredEvent) {
-        let event = Arc::new(event);
+    pub fn publish(&self, mut event: StoredEvent) {
         let mut inner = self.lock();
+        if let Some(prev) = inner.value_written_at(&event.key, event.prev_mod_revision) {
+            // The same bytes as `event.prev` (read back from storage): hold them once.
+            event.prev = Some(prev);
+        }
+        let event = Arc::new(event);
         inner.latest = inner.latest.max(event.revision);
         inner.events.push_back(event.clone());
         while inner.events.len() > self.capacity {
@@ -113,8 +131,36 @@ impl EventLog {
         ))
     }
 
+    /// The events under `prefix` after revision `after` and the newest revision published,
+    /// for a watcher that fell behind the broadcast; `Expired` when the history no longer
+    /// reaches back to `after`.
+    fn since(
+        &self,
+        prefix: &str,
+        after: u64,
+    ) -> Result<(Vec<Arc<StoredEvent>>, u64), StorageError> {
+        let inner = self.lock();
+        if after < inner.floor {
+            return Err(StorageError::Expired {
+                requested: after,
+                oldest: inner.floor + 1,
+            });
+        }
+        let missed = inner
+            .events
+            .iter()
+            .filter(|e| e.revision > after && e.key.starts_with(prefix))
+            .cloned()
+            .collect();
+        Ok((missed, inner.latest))
+    }
+
     /// A watch of `prefix` from after revision `after`.
-    pub fn watch(&self, prefix: &str, after: u64) -> Result<EventReceiver, StorageError> {
+    pub fn watch(
+        self: &Arc<Self>,
+        prefix: &str,
+        after: u64,
+    ) -> Result<EventReceiver, StorageError> {
         let inner = self.lock();
         if after < inner.floor {
             return Err(StorageError::Expired {
@@ -137,19 +183,11 @@ impl EventLog {
 
         let (tx, rx) = mpsc::channel(WATCHER_BUFFER);
         let prefix = prefix.to_string();
+        let log = Arc::downgrade(self);
         crate::panics::spawn("event log watch", async move {
             let mut last = after;
-            for e in backlog {
-                last = e.revision;
-                if tx.send(Ok(WatchItem::Event(e))).await.is_err() {
-                    return;
-                }
-            }
-            if latest > last {
-                last = latest;
-                if tx.send(Ok(WatchItem::Progress(last))).await.is_err() {
-                    return;
-                }
+            if !send_backlog(&tx, backlog, latest, &mut last).await {
+                return;
             }
             loop {
                 match live.recv().await {
@@ -171,19 +209,156 @@ impl EventLog {
                         }
                     }
                     Err(broadcast::error::RecvError::Lagged(_)) => {
-                        // A watcher that falls behind is closed; the client re-watches.
-                        let _ = tx
-                            .send(Err(StorageError::Expired {
-                                requested: last,
-                                oldest: last + 1,
-                            }))
-                            .await;
-                        return;
+                        // What the broadcast dropped is in the history, unless the history
+                        // moved on too: then the watcher is closed and the client re-watches.
+                        let Some(log) = log.upgrade() else { return };
+                        match log.since(&prefix, last) {
+                            Ok((missed, latest)) => {
+                                drop(log);
+                                if !send_backlog(&tx, missed, latest, &mut last).await {
+                                    return;
+                                }
+                            }
+                            Err(expired) => {
+                                let _ = tx.send(Err(expired)).await;
+                                return;
+                            }
+                        }
                     }
                     Err(broadcast::error::RecvError::Closed) => return,
                 }
             }
         });
         Ok(EventReceiver::new(rx, None))
+    }
+}
+
+impl Inner {
+    /// The value the history's event at `revision` wrote to `key`, if that event is still
+    /// in the history (revisions rise along it, so a binary search finds it).
+    fn value_written_at(&self, key: &str, revision: u64) -> Option<Bytes> {
+        let at = self
+            .events
+            .binary_search_by_key(&revision, |e| e.revision)
+            .ok()?;
+        let event = &self.events[at];
+        (event.key == key).then(|| event.value.clone()).flatten()
+    }
+}
+
+/// Sends `events` (after `last`), then a progress notification up to `latest` when that is
+/// further; moves `last` on. False when the watcher is gone.
+async fn send_backlog(
+    tx: &mpsc::Sender<Result<WatchItem, StorageError>>,
+    events: Vec<Arc<StoredEvent>>,
+    latest: u64,
+    last: &mut u64,
+) -> bool {
+    for e in events {
+        if e.revision <= *last {
+            continue;
+        }
+        *last = e.revision;
+        if tx.send(Ok(WatchItem::Event(e))).await.is_err() {
+            return false;
+        }
+    }
+    if latest > *last {
+        *last = latest;
+        if tx.send(Ok(WatchItem::Progress(latest))).await.is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(
+        revision: u64,
+        key: &str,
+        value: &'static [u8],
+        prev: Option<(u64, Bytes)>,
+    ) -> StoredEvent {
+        StoredEvent {
+            revision,
+            key: key.into(),
+            value: Some(Bytes::from_static(value)),
+            prev_mod_revision: prev.as_ref().map_or(0, |p| p.0),
+            prev_create_revision: prev.as_ref().map_or(0, |_| 1),
+            prev: prev.map(|p| p.1),
+            encoded: Default::default(),
+            labels: Default::default(),
+        }
+    }
+
+    /// An update's previous value is the bytes its creating event holds, not a copy.
+    #[test]
+    fn an_update_shares_the_previous_value_with_the_event_that_wrote_it() {
+        let log = Arc::new(EventLog::new(0, 10));
+        log.publish(event(1, "/a/x", b"one", None));
+        // Storage reads the previous value back: equal bytes at another address.
+        let read_back = Bytes::copy_from_slice(b"one");
+        log.publish(event(2, "/a/x", b"two", Some((1, read_back))));
+        let history = log.history("/a/", 0, 2).unwrap().unwrap();
+        let written = history[0].value.as_ref().unwrap();
+        let prev = history[1].prev.as_ref().unwrap();
+        assert_eq!(prev, written);
+        assert_eq!(prev.as_ptr(), written.as_ptr(), "one copy of the bytes");
+        // Another key's event at that revision is not taken for it.
+        log.publish(event(
+            3,
+            "/a/y",
+            b"y",
+            Some((1, Bytes::from_static(b"old y"))),
+        ));
+        let history = log.history("/a/", 2, 3).unwrap().unwrap();
+        assert_eq!(history[0].prev.as_deref(), Some(&b"old y"[..]));
+    }
+
+    async fn next(rx: &mut EventReceiver) -> Result<Arc<StoredEvent>, StorageError> {
+        tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
+            .await
+            .expect("an event within 10 s")
+            .expect("the watch goes on")
+    }
+
+    /// A watcher that falls further behind than the broadcast holds catches up from the
+    /// history, in order and without gaps; once the history has passed it, it expires.
+    #[tokio::test]
+    async fn a_watcher_behind_the_broadcast_catches_up_from_the_history() {
+        let n = 3 * WATCHER_BUFFER as u64;
+        let log = Arc::new(EventLog::new(0, 4 * WATCHER_BUFFER));
+        let mut rx = log.watch("/a/", 0).unwrap();
+        // Nothing reads while the writes land: the broadcast and the channel overflow.
+        for r in 1..=n {
+            log.publish(event(r, "/a/x", b"v", None));
+        }
+        for want in 1..=n {
+            assert_eq!(next(&mut rx).await.unwrap().revision, want);
+        }
+
+        let log = Arc::new(EventLog::new(0, 2 * WATCHER_BUFFER));
+        let mut rx = log.watch("/a/", 0).unwrap();
+        for r in 1..=n {
+            log.publish(event(r, "/a/x", b"v", None));
+        }
+        let mut got = 0;
+        let expired = loop {
+            match next(&mut rx).await {
+                Ok(e) => {
+                    got += 1;
+                    assert_eq!(e.revision, got, "in order, without gaps");
+                }
+                Err(e) => break e,
+            }
+        };
+        assert!(
+            matches!(expired, StorageError::Expired { .. }),
+            "{expired:?}"
+        );
+        assert!(got < n);
     }
 }

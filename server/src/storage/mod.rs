@@ -71,13 +71,57 @@ pub struct StoredEvent {
     pub prev_create_revision: u64,
     pub prev_mod_revision: u64,
     /// The event as a watch line, encoded once by the API layer the first time a watcher
-    /// needs it and then shared by every watcher (events reach watchers as `Arc`s).
-    pub encoded: std::sync::OnceLock<Bytes>,
+    /// needs it and then shared by every watcher (events reach watchers as `Arc`s). The
+    /// watch cache forgets it when the event leaves its window, so the event log's longer
+    /// history keeps the object's bytes once, not twice.
+    pub encoded: EncodedLine,
     /// The labels of the event's objects, read by the API layer for the first watcher
     /// with a label selector and shared by the others, so a change is parsed once per
     /// event, not once per watcher. `None` inside when a value does not parse (each
     /// watcher then decodes it itself and reports the error).
     pub labels: std::sync::OnceLock<Option<EventLabels>>,
+}
+
+/// A [`StoredEvent`]'s watch line: encoded once and shared while watchers need it, then
+/// forgotten ([`EncodedLine::forget`]); a later reader encodes it again.
+#[derive(Debug, Default)]
+pub struct EncodedLine(std::sync::RwLock<Option<Bytes>>);
+
+impl EncodedLine {
+    /// The line, if encoded and not forgotten.
+    pub fn get(&self) -> Option<Bytes> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The line, encoded with `encode` unless another reader has already done it.
+    pub fn get_or_init(&self, encode: impl FnOnce() -> Bytes) -> Bytes {
+        if let Some(line) = self.get() {
+            return line;
+        }
+        let line = encode();
+        self.0
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert(line)
+            .clone()
+    }
+
+    /// Drops the line (no live watcher will read it again).
+    pub fn forget(&self) {
+        self.0.write().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+impl Clone for EncodedLine {
+    fn clone(&self) -> Self {
+        EncodedLine(std::sync::RwLock::new(self.get()))
+    }
+}
+
+impl PartialEq for EncodedLine {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
 }
 
 /// The labels of a [`StoredEvent`]'s objects: what label selectors look at.
@@ -299,6 +343,8 @@ pub struct StorageConfig {
     pub etcd: Option<EtcdConfig>,
     /// How often history is compacted (0 = never); see [`spawn_compactor`].
     pub compaction_interval: Duration,
+    /// The embedded store's cache and history bounds; unused with etcd.
+    pub embedded: embedded::EmbeddedOptions,
 }
 
 /// How to reach etcd (`--etcd-*` flags).
@@ -349,12 +395,14 @@ pub async fn open(config: &StorageConfig) -> Result<Arc<dyn Storage>, String> {
         Some(etcd) => open_etcd(etcd).await?,
         None => {
             let path = config.data_dir.join("store.redb");
-            Arc::new(embedded::EmbeddedStorage::open(&path).map_err(|e| {
-                format!(
-                    "opening the embedded store in {}: {e}",
-                    config.data_dir.display()
-                )
-            })?)
+            Arc::new(
+                embedded::EmbeddedStorage::open_with(&path, config.embedded).map_err(|e| {
+                    format!(
+                        "opening the embedded store in {}: {e}",
+                        config.data_dir.display()
+                    )
+                })?,
+            )
         }
     };
     spawn_compactor(storage.clone(), config.compaction_interval);
@@ -424,6 +472,58 @@ pub fn spawn_compactor(storage: Arc<dyn Storage>, interval: Duration) {
     });
 }
 
+/// The largest `--storage-cache-size`: 64 GiB.
+const MAX_CACHE_SIZE: u64 = 64 << 30;
+
+/// Parses `--storage-cache-size`: bytes, or a number with a binary suffix (`Ki`, `Mi`,
+/// `Gi`, as Kubernetes quantities write them), from 1Mi to 64Gi.
+pub fn parse_cache_size(text: &str) -> Result<usize, String> {
+    let bad = |why: &str| format!("invalid size {text:?}: {why} (examples: 16Mi, 1Gi, 8388608)");
+    let s = text.trim();
+    let (digits, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => s.split_at(at),
+        None => (s, ""),
+    };
+    if digits.is_empty() {
+        return Err(bad("expected a number"));
+    }
+    let shift = match unit {
+        "" => 0,
+        "Ki" => 10,
+        "Mi" => 20,
+        "Gi" => 30,
+        other => return Err(bad(&format!("unknown suffix {other:?}; use Ki, Mi or Gi"))),
+    };
+    let bytes = digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|&n| n <= MAX_CACHE_SIZE)
+        .ok_or_else(|| bad("more than 64Gi"))?;
+    if bytes < 1 << 20 {
+        return Err(bad("less than 1Mi"));
+    }
+    usize::try_from(bytes).map_err(|_| bad("more than this machine can address"))
+}
+
+/// The largest `--storage-history-size`.
+const MAX_HISTORY: usize = 10_000_000;
+
+/// Parses `--storage-history-size`: a count of changes from 100 to 10,000,000.
+pub fn parse_history_size(text: &str) -> Result<usize, String> {
+    let n: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid count {text:?}: expected a whole number"))?;
+    if !(events::MIN_HISTORY..=MAX_HISTORY).contains(&n) {
+        return Err(format!(
+            "{n} is out of range: the history keeps from {} to {MAX_HISTORY} changes",
+            events::MIN_HISTORY
+        ));
+    }
+    Ok(n)
+}
+
 /// Parses a Go-style duration as kube-apiserver's flags take them: `5m`, `1h30m`, `90s`,
 /// `1.5h`, `250ms`, or `0`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -487,6 +587,7 @@ mod tests {
             data_dir: dir.path().to_path_buf(),
             etcd: None,
             compaction_interval: Duration::from_millis(50),
+            embedded: Default::default(),
         };
         let s = open(&config).await.unwrap();
         let r1 = s.create("/registry/c/a", Bytes::new()).await.unwrap();

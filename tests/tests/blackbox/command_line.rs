@@ -84,6 +84,8 @@ fn help_lists_kube_apiserver_s_flag_sections_in_its_order() {
         help.contains("MultiCIDRServiceAllocator=true|false (BETA - default=true)"),
         "{help}"
     );
+    assert_eq!(section_of("--storage-cache-size"), "Misc flags:");
+    assert_eq!(section_of("--storage-history-size"), "Misc flags:");
     assert_eq!(section_of("--version"), "Global flags:");
 }
 
@@ -123,6 +125,29 @@ fn bad_values_of_two_flags_are_both_reported_and_nothing_starts() {
     );
     assert!(
         stderr.contains("error: --request-timeout must be greater than 0"),
+        "{stderr}"
+    );
+}
+
+/// The embedded store's memory bounds are checked before anything starts, both reported.
+#[test]
+fn storage_cache_and_history_sizes_out_of_bounds_are_both_reported() {
+    let out = run(&["--storage-cache-size=512Ki", "--storage-history-size=5"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        out.stdout.is_empty(),
+        "it must not start: {}",
+        text(&out.stdout)
+    );
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("invalid value '512Ki' for '--storage-cache-size")
+            && stderr.contains("less than 1Mi"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("invalid value '5' for '--storage-history-size")
+            && stderr.contains("from 100 to 10000000 changes"),
         "{stderr}"
     );
 }

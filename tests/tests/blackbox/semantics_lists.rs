@@ -354,6 +354,60 @@ async fn continue_pages_are_a_snapshot_of_the_first_page() {
     );
 }
 
+/// `--storage-history-size` bounds the changes the embedded store remembers: a continue
+/// token whose snapshot more changes have passed gets 410 Expired in kube-apiserver's
+/// words for a compacted snapshot, where a server keeping more serves the same walk.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_continue_token_older_than_the_storage_history_gets_410_expired() {
+    for (history, expires) in [(100, true), (10_000, false)] {
+        let flag = format!("--storage-history-size={history}");
+        let s = TestServer::start_with_flags(&[apiserver_tests::WITHOUT_ROOT_CA_PUBLISHER, &flag]);
+        let c = s.client().await;
+        let cms: Api<ConfigMap> = Api::default_namespaced(c.clone());
+        for i in 0..3 {
+            cms.create(&PostParams::default(), &configmap(&format!("p{i}"), &[]))
+                .await
+                .unwrap();
+        }
+        let first = cms.list(&ListParams::default().limit(1)).await.unwrap();
+        let token = first.metadata.continue_.clone().expect("continue token");
+        // More changes after the first page than a 100-change history holds.
+        for i in 0..150 {
+            cms.create(
+                &PostParams::default(),
+                &configmap(&format!("later{i}"), &[]),
+            )
+            .await
+            .unwrap();
+        }
+        let next = raw_request(
+            &c,
+            "GET",
+            &format!("{CONFIGMAPS}?limit=1&continue={token}"),
+            None,
+            "",
+        )
+        .await;
+        if expires {
+            assert_eq!(next.status, 410, "{flag}: {}", next.text);
+            assert_eq!(next.json["reason"], "Expired", "{}", next.text);
+            let message = next.json["message"].as_str().unwrap_or_default();
+            assert!(
+                message.starts_with("The provided continue parameter is too old"),
+                "{}",
+                next.text
+            );
+        } else {
+            assert_eq!(next.status, 200, "{flag}: {}", next.text);
+            assert_eq!(
+                next.json["items"][0]["metadata"]["name"], "p1",
+                "{flag}: the snapshot of the first page: {}",
+                next.text
+            );
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn resource_version_and_match_on_get_and_list() {
     let s = TestServer::start_with_flags(&[apiserver_tests::WITHOUT_ROOT_CA_PUBLISHER]);
