@@ -785,7 +785,18 @@ fn a_websocket_upgrade_is_proxied_both_ways_as_the_caller() {
 /// first request are answered with a Status.
 #[tokio::test]
 async fn a_spdy_upgrade_is_proxied_both_ways_as_the_caller_until_either_side_closes() {
-    let echo = start_echo_api(&[]);
+    let audit = tempfile::tempdir().expect("temp dir");
+    let policy = audit.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Metadata}]\n",
+    )
+    .expect("writing the audit policy");
+    let log = audit.path().join("audit.log");
+    let echo = start_echo_api(&[
+        &format!("--audit-policy-file={}", policy.display()),
+        &format!("--audit-log-path={}", log.display()),
+    ]);
     let a = &echo.a;
     let client = a.write_file("spdy_client.py", SPDY_CLIENT);
     let ca = a.data_dir().join("certs").join("ca.crt");
@@ -850,6 +861,28 @@ async fn a_spdy_upgrade_is_proxied_both_ways_as_the_caller_until_either_side_clo
     let events = PathBuf::from(format!("{}.events", echo.schema_field.display()));
     eventually("the backend saw the client close", async || {
         std::fs::read_to_string(&events).is_ok_and(|e| e.contains("client closed"))
+    })
+    .await;
+    // Audited as any request: who, what, and the answer (101 switched, 403 refused).
+    let audited = |user: &str, code: u16| {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|e| {
+                e["user"]["username"] == user
+                    && e["verb"] == "create"
+                    && e["objectRef"]["subresource"] == "exec"
+                    && e["objectRef"]["apiGroup"] == "echo.example.com"
+                    && e["responseStatus"]["code"] == code
+            })
+    };
+    eventually("alice's switched upgrade is audited", async || {
+        audited("alice", 101)
+    })
+    .await;
+    eventually("bob's refused upgrade is audited", async || {
+        audited("bob", 403)
     })
     .await;
 }
