@@ -12,8 +12,8 @@
 //! its handler, as any other; a handler that switches the connection (the aggregator's
 //! proxy, once the backend answered 101) claims the held read side
 //! ([`UpgradeSlot::claim`]) before its answer is written, and copies from it. An
-//! answer written without a claim gives the bytes back to actix-web, which serves the
-//! connection on. Only the first request: knowing where a later request starts would
+//! answer written without a claim gives the bytes back to actix-web (which closes the
+//! connection after an upgrade request it did not switch). Only the first request: knowing where a later request starts would
 //! take parsing every body's framing, actix-web's job.
 
 use std::io;
