@@ -1,9 +1,15 @@
 //! Connection upgrades proxied to an APIService's server: a WebSocket handshake (what
-//! `kubectl exec`, `attach`, `cp` and `port-forward` send since kubectl 1.31) travels
-//! as any proxied request does, with the front-proxy headers over the proxy client
-//! certificate, on a connection of its own; once the backend answers 101, bytes flow
-//! both ways as they arrive until either side closes. Any other answer is passed on
-//! as the backend gave it.
+//! `kubectl exec`, `attach`, `cp` and `port-forward` send since kubectl 1.31) or a
+//! SPDY/3.1 one (kubectl before 1.31, and its fallback) travels as any proxied request
+//! does, with the front-proxy headers over the proxy client certificate, on a
+//! connection of its own; once the backend answers 101, bytes flow both ways as they
+//! arrive until either side closes. Any other answer is passed on as the backend gave
+//! it.
+//!
+//! The client's bytes after the upgrade request come from actix-web (a WebSocket
+//! request's payload) or, for any other protocol, from the connection's held read side
+//! (`server::client_stream`), which exists only when the request was its connection's
+//! first; a later one is refused with 400.
 
 use actix_web::dev::Payload;
 use actix_web::http::header::{HeaderMap, CONNECTION, UPGRADE};
@@ -19,6 +25,7 @@ use super::proxy::{answer, build_request, copy_response_headers, target, unreach
 use super::{Aggregator, ApiService};
 use crate::api::ApiError;
 use crate::auth::UserInfo;
+use crate::server::client_stream::UpgradeSlot;
 
 /// The most read from the backend at once, on an upgraded connection.
 const CHUNK: usize = 16 * 1024;
@@ -35,6 +42,14 @@ pub fn requested_protocol(headers: &HeaderMap) -> Option<String> {
     (asks && !protocol.is_empty()).then(|| protocol.to_string())
 }
 
+/// Where the client's bytes come from once the connection switched.
+pub struct ClientSide {
+    /// The request's payload: a WebSocket upgrade's traffic (actix-web reads it).
+    pub payload: Payload,
+    /// The connection's held read side, for other protocols (HTTP/1 connections).
+    pub held: Option<UpgradeSlot>,
+}
+
 /// One request for `protocol` (from [`requested_protocol`]) proxied to `service`'s
 /// server, the connection switched when the backend agrees.
 #[allow(clippy::too_many_arguments)]
@@ -46,16 +61,19 @@ pub async fn forward_upgrade(
     path_and_query: &str,
     headers: &HeaderMap,
     protocol: &str,
-    payload: Payload,
+    client: ClientSide,
 ) -> Result<HttpResponse, ApiError> {
-    // actix-web hands a handler the bytes after an upgrade request's head only for
-    // WebSocket; SPDY's would be read as further HTTP requests. kubectl falls back to
-    // SPDY only when a WebSocket upgrade is refused, so WebSocket is what it sends.
-    if !protocol.eq_ignore_ascii_case("websocket") {
-        return Err(ApiError::bad_request(format!(
-            "upgrading the connection to {protocol:?} is not supported by this server: use WebSocket"
-        )));
-    }
+    // Anything but WebSocket needs the connection's held read side: actix-web would
+    // read the bytes after the head as further requests.
+    let held = match client.held {
+        _ if protocol.eq_ignore_ascii_case("websocket") => None,
+        Some(slot) if slot.holds() => Some(slot),
+        _ => {
+            return Err(ApiError::bad_request(format!(
+                "upgrading the connection to {protocol:?} is supported only by the first request on an HTTP/1.1 connection, without a body"
+            )))
+        }
+    };
     let (backend, addr) = target(aggregator, service).await?;
     let mut request = build_request(
         &backend,
@@ -87,16 +105,34 @@ pub async fn forward_upgrade(
     if response.status() != hyper::StatusCode::SWITCHING_PROTOCOLS {
         return Ok(answer(response, None));
     }
-    let mut switched = HttpResponse::build(StatusCode::SWITCHING_PROTOCOLS);
-    copy_response_headers(&response, &mut switched);
-    switched.upgrade(protocol.to_string());
+    let mut head = HttpResponse::build(StatusCode::SWITCHING_PROTOCOLS);
+    copy_response_headers(&response, &mut head);
+    head.upgrade(protocol.to_string());
     let upgraded = hyper::upgrade::on(response).await.map_err(|e| {
         ApiError::unavailable(format!("error trying to reach service: upgrading: {e}"))
     })?;
-    let (from_backend, to_backend) = tokio::io::split(TokioIo::new(upgraded));
-    // The client's payload is tied to this worker's thread, so is its copy.
-    actix_web::rt::spawn(client_to_backend(payload, to_backend));
-    Ok(switched.streaming(backend_to_client(from_backend)))
+    let (from_backend, mut to_backend) = tokio::io::split(TokioIo::new(upgraded));
+    match held {
+        // The client's payload is tied to this worker's thread, so is its copy.
+        None => {
+            actix_web::rt::spawn(client_to_backend(client.payload, to_backend));
+        }
+        // Claimed now, before the 101 is written: the claim is what switches it.
+        Some(slot) => {
+            let mut from_client = slot.claim().ok_or_else(|| {
+                ApiError::internal("the connection's read side was claimed twice")
+            })?;
+            actix_web::rt::spawn(async move {
+                let _ = tokio::io::copy(&mut from_client, &mut to_backend).await;
+                let _ = to_backend.shutdown().await;
+            });
+        }
+    }
+    let mut switched = head.streaming(backend_to_client(from_backend));
+    // The connection's bytes as they are: actix-http frames a body streamed after any
+    // request but a WebSocket one in chunks (a 101 announces no framing).
+    switched.head_mut().no_chunking(true);
+    Ok(switched)
 }
 
 /// Copies what the client sends to the backend; the backend's side is shut once the
@@ -110,20 +146,24 @@ async fn client_to_backend(mut payload: Payload, mut to: impl tokio::io::AsyncWr
     let _ = to.shutdown().await;
 }
 
-/// What the backend sends, chunk by chunk as it arrives, until it closes.
+/// What the backend sends, chunk by chunk as it arrives, until it closes. A read error
+/// (a backend closing without TLS `close_notify`, as many do) ends it as a close does:
+/// what was read is still written, then the client's connection is shut down.
 fn backend_to_client(
     from: impl AsyncRead + Unpin + 'static,
 ) -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> {
-    futures_util::stream::unfold(Some(from), |from| async move {
-        let mut from = from?;
+    futures_util::stream::unfold(from, |mut from| async move {
         let mut buf = vec![0; CHUNK];
         match from.read(&mut buf).await {
             Ok(0) => None,
             Ok(n) => {
                 buf.truncate(n);
-                Some((Ok(Bytes::from(buf)), Some(from)))
+                Some((Ok(Bytes::from(buf)), from))
             }
-            Err(e) => Some((Err(e), None)),
+            Err(e) => {
+                tracing::debug!(error = %e, "an upgraded backend connection ended");
+                None
+            }
         }
     })
 }

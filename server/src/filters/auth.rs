@@ -24,13 +24,9 @@ use crate::endpoints::request_info::RequestInfo;
 #[derive(Clone)]
 pub struct PeerCertificates(pub Arc<Vec<CertificateDer<'static>>>);
 
-/// `HttpServer::on_connect`: keeps the client's certificates for every request on the
-/// connection.
-pub fn remember_peer_certificates(conn: &dyn std::any::Any, ext: &mut Extensions) {
-    type Tls = actix_tls::accept::rustls_0_23::TlsStream<actix_web::rt::net::TcpStream>;
-    let Some(tls) = conn.downcast_ref::<Tls>() else {
-        return;
-    };
+/// At connection start (`server::connection::on_connect`): keeps the client's
+/// certificates for every request on the connection.
+pub fn remember_peer_certificates(tls: &crate::server::client_stream::Tls, ext: &mut Extensions) {
     if let Some(certs) = tls.get_ref().1.peer_certificates() {
         let chain = certs.iter().map(|c| c.clone().into_owned()).collect();
         ext.insert(PeerCertificates(Arc::new(chain)));

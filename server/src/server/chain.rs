@@ -57,7 +57,13 @@ pub async fn aggregator(
                 &path_and_query,
                 req.headers(),
                 &protocol,
-                payload,
+                crate::aggregator::upgrade::ClientSide {
+                    payload,
+                    held: req
+                        .request()
+                        .conn_data::<crate::server::client_stream::UpgradeSlot>()
+                        .cloned(),
+                },
             )
             .await
         }

@@ -1,21 +1,26 @@
-//! What the server keeps about each accepted connection (`HttpServer::on_connect`): the
-//! client's certificates, and for HTTP/1 a second handle on the socket that ends the
-//! connection from outside its request (a terminated watch whose response body is not
-//! being polled because the client stopped reading).
+//! What the server keeps about each accepted connection (`on_connect`): the client's
+//! certificates, and for HTTP/1 a second handle on the socket that ends the connection
+//! from outside its request (a terminated watch whose response body is not being
+//! polled because the client stopped reading), and the slot a switching handler claims
+//! the connection's held read side from (`client_stream`).
 
-use std::any::Any;
 use std::os::fd::AsFd;
 use std::sync::Arc;
 
 use actix_web::dev::Extensions;
 
-/// The TLS connections actix-web hands `on_connect`.
-type Tls = actix_tls::accept::rustls_0_23::TlsStream<actix_web::rt::net::TcpStream>;
+use super::client_stream::{ClientStream, Tls};
 
-/// `HttpServer::on_connect`: everything kept per connection.
-pub fn on_connect(conn: &dyn Any, ext: &mut Extensions) {
-    crate::filters::auth::remember_peer_certificates(conn, ext);
-    remember_socket(conn, ext);
+/// The HTTP service's `on_connect_ext`: everything kept per connection.
+pub fn on_connect(conn: &ClientStream, ext: &mut Extensions) {
+    let Some(tls) = conn.tls() else {
+        return;
+    };
+    crate::filters::auth::remember_peer_certificates(tls, ext);
+    if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+        remember_socket(tls, ext);
+        ext.insert(conn.upgrade_slot());
+    }
 }
 
 /// Ends an HTTP/1 connection: its socket is shut down both ways, so the write the server
@@ -31,14 +36,8 @@ impl ConnectionCloser {
     }
 }
 
-fn remember_socket(conn: &dyn Any, ext: &mut Extensions) {
-    let Some(tls) = conn.downcast_ref::<Tls>() else {
-        return;
-    };
-    let (tcp, session) = tls.get_ref();
-    if session.alpn_protocol() == Some(b"h2") {
-        return;
-    }
+fn remember_socket(tls: &Tls, ext: &mut Extensions) {
+    let tcp = tls.get_ref().0;
     // A duplicate descriptor of the same socket: shutting it down ends the connection,
     // and it cannot name another socket later (as a bare descriptor number could).
     if let Ok(fd) = tcp.as_fd().try_clone_to_owned() {

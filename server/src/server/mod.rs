@@ -3,8 +3,10 @@
 
 pub mod auth;
 pub mod chain;
+pub mod client_stream;
 pub mod connection;
 pub mod health;
+pub mod https;
 pub mod kubeconfig;
 pub mod lifecycle;
 pub mod tls;
@@ -12,7 +14,7 @@ pub mod tls;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use actix_web::{web, HttpServer};
+use actix_web::web;
 use serde_json::json;
 
 use crate::catalog::Catalog;
@@ -194,7 +196,7 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
     let auth = web::Data::new(configured.auth);
     let admission = web::Data::new(admission_chain(&opts, &state, &auth).await?);
     let (audit, audit_webhook) = audit(&opts)?;
-    let mut server = HttpServer::new(move || {
+    let app = move || {
         filters::handler_chain(
             app_state.clone(),
             openapi.clone(),
@@ -203,25 +205,21 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
             admission.clone(),
             audit.clone(),
         )
-    })
-    .on_connect(connection::on_connect)
-    .keep_alive(KEEP_ALIVE)
-    // Shutdown is ours (`lifecycle`): actix must not act on the signals itself.
-    .disable_signals()
-    .shutdown_timeout(shutdown.connections_timeout().as_secs().max(1));
-    if opts.workers > 0 {
-        server = server.workers(opts.workers);
-    }
+    };
+    let serving = https::Serving {
+        keep_alive: KEEP_ALIVE,
+        workers: opts.workers,
+        shutdown_timeout: shutdown.connections_timeout().as_secs().max(1),
+    };
     let addr = std::net::SocketAddr::new(opts.bind_address, opts.secure_port);
     let socket = listener(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     // Kept to refuse new connections at shutdown, while the server finishes its own.
     let listening = socket
         .try_clone()
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    let server = server
-        .listen_rustls_0_23(socket, tls_config)
+    let bound = socket.local_addr().unwrap_or(addr);
+    let server = https::server(app, socket, tls_config, &serving)
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    let bound = server.addrs().first().copied().unwrap_or(addr);
 
     // 5. Serving: tell the user where, and how to reach it with kubectl.
     let host = if bound.ip().is_unspecified() {
@@ -244,7 +242,6 @@ async fn serve(opts: ServerRunOptions, catalog: Arc<Catalog>) -> Result<(), Stri
         "Try: kubectl --kubeconfig {} get namespaces",
         kubeconfig.display()
     );
-    let server = server.run();
     let graceful = lifecycle::shutdown(
         signals,
         state.lifecycle.clone(),

@@ -372,7 +372,10 @@ spec:
 /// file holding the name of the one property its `Echo` schema has). It serves the
 /// group's `APIResourceList`, OpenAPI v2 and v3 (with ETags, as upstream's servers),
 /// and a WebSocket on `echoes/<name>/exec`: its first message names the user from the
-/// front-proxy headers, then it echoes every message back.
+/// front-proxy headers, then it echoes every message back. A SPDY/3.1 upgrade (POST) on
+/// the same path switches too: a line naming the user, then every byte echoed until
+/// `bye` (then it closes) or the client closes (then it appends `client closed` to the
+/// field file's path + `.events`).
 const ECHO_API: &str = r#"
 import base64, hashlib, json, ssl, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -450,6 +453,32 @@ class EchoApi(BaseHTTPRequestHandler):
         else:
             self.answer(None)
 
+    def do_POST(self):
+        path = self.path.split("?")[0]
+        if path.endswith("/exec") and self.headers.get("Upgrade", "").lower() == "spdy/3.1":
+            self.spdy_echo()
+        else:
+            self.answer(None)
+
+    def spdy_echo(self):
+        self.send_response(101)
+        self.send_header("Upgrade", "SPDY/3.1")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("X-Stream-Protocol-Version", self.headers.get_all("X-Stream-Protocol-Version")[0])
+        self.end_headers()
+        self.close_connection = True
+        user = "user=%s groups=%s\n" % (self.headers.get("X-Remote-User"), ",".join(self.headers.get_all("X-Remote-Group") or []))
+        self.wfile.write(user.encode())
+        while True:
+            data = self.rfile.read1(4096)
+            if not data:
+                with open(sys.argv[4] + ".events", "a") as f:
+                    f.write("client closed\n")
+                return
+            self.wfile.write(data)
+            if data.endswith(b"bye"):
+                return
+
     def echo(self):
         key = self.headers["Sec-WebSocket-Key"] + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
         self.send_response(101)
@@ -489,10 +518,9 @@ server.serve_forever()
 
 /// A WebSocket client in Python (arguments: host, port, CA file, path): for each
 /// token, the upgrade's status and, when it switched, the subprotocol, the server's
-/// first message and the echoes of a text and a binary message; then a SPDY upgrade's
-/// status and body. Prints the JSON.
+/// first message and the echoes of a text and a binary message. Prints the JSON.
 const UPGRADE_CLIENT: &str = r#"
-import http.client, json, ssl, sys, websocket
+import json, sys, websocket
 
 host, port, ca, path = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 
@@ -511,12 +539,112 @@ def ws(token):
     c.close()
     return out
 
-conn = http.client.HTTPSConnection(host, port, context=ssl.create_default_context(cafile=ca), timeout=10)
-conn.request("POST", path, headers={"Authorization": "Bearer alice-token", "Connection": "Upgrade",
-                                    "Upgrade": "SPDY/3.1", "X-Stream-Protocol-Version": "v4.channel.k8s.io"})
-r = conn.getresponse()
-spdy = {"status": r.status, "body": json.loads(r.read() or b"null")}
-print(json.dumps({"alice": ws("alice-token"), "bob": ws("bob-token"), "spdy": spdy}))
+print(json.dumps({"alice": ws("alice-token"), "bob": ws("bob-token")}))
+"#;
+
+/// A SPDY/3.1 client in Python (arguments: host, port, CA file, the echo path, a pod's
+/// exec path, the admin token's file), each upgrade sent with the headers kubectl
+/// sends, on a connection of its own unless said otherwise. Prints as JSON: `alice`,
+/// switched on the echo path (the 101's headers, the backend's first line, the echo of
+/// some bytes, the echo of `bye` and whether the connection then ended); `bob` (status
+/// and Status); `pod` (a pod's exec as the admin, which this server does not proxy,
+/// and whether its connection then ended); on one connection `version` (GET /version)
+/// then `later` (the echo upgrade, no longer the connection's first request); and
+/// `hang_up`, a switched connection the client closes after the first line.
+const SPDY_CLIENT: &str = r#"
+import json, socket, ssl, sys
+
+host, port, ca, echo, pod = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+admin = open(sys.argv[6]).read().strip()
+tls = ssl.create_default_context(cafile=ca)
+
+def connect():
+    return tls.wrap_socket(socket.create_connection((host, port), timeout=10), server_hostname=host)
+
+class Conn:
+    def __init__(self):
+        self.s = connect()
+        self.buf = b""
+
+    def fill(self):
+        data = self.s.recv(65536)
+        if not data:
+            raise EOFError
+        self.buf += data
+
+    def until(self, end):
+        while end not in self.buf:
+            self.fill()
+        i = self.buf.index(end) + len(end)
+        out, self.buf = self.buf[:i], self.buf[i:]
+        return out
+
+    def exactly(self, n):
+        while len(self.buf) < n:
+            self.fill()
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def ended(self):
+        try:
+            self.fill()
+            return False
+        except (EOFError, ConnectionResetError, ssl.SSLError):
+            return True
+
+    def request(self, method, path, token, upgrade):
+        head = "%s %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: kubectl/v1.30.0\r\nAuthorization: Bearer %s\r\n" % (method, path, host, port, token)
+        if upgrade:
+            head += "Content-Length: 0\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"
+            for v in ["v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io", "channel.k8s.io"]:
+                head += "X-Stream-Protocol-Version: %s\r\n" % v
+        self.s.sendall((head + "\r\n").encode())
+        lines = self.until(b"\r\n\r\n").decode().split("\r\n")
+        status = int(lines[0].split(" ")[1])
+        headers = {}
+        for line in lines[1:]:
+            if line:
+                name, value = line.split(":", 1)
+                headers[name.strip().lower()] = value.strip()
+        if status == 101:
+            return status, headers, None
+        body = self.exactly(int(headers["content-length"]))
+        return status, headers, json.loads(body)
+
+def switched(c, status, headers):
+    return {"status": status, "upgrade": headers.get("upgrade"), "connection": headers.get("connection", "").lower(),
+            "version": headers.get("x-stream-protocol-version")}
+
+out = {}
+c = Conn()
+status, headers, _ = c.request("POST", echo, "alice-token", True)
+alice = switched(c, status, headers)
+alice["first"] = c.until(b"\n").decode()
+c.s.sendall(b"\x80\x03\x00\x01hello\xff")
+alice["echo"] = list(c.exactly(10))
+c.s.sendall(b"bye")
+alice["bye"] = c.exactly(3).decode()
+alice["ended"] = c.ended()
+out["alice"] = alice
+
+status, _, body = Conn().request("POST", echo, "bob-token", True)
+out["bob"] = {"status": status, "reason": body["reason"]}
+
+c = Conn()
+status, _, body = c.request("POST", pod, admin, True)
+out["pod"] = {"status": status, "kind": body["kind"], "reason": body["reason"], "ended": c.ended()}
+
+c = Conn()
+status, _, body = c.request("GET", "/version", "alice-token", False)
+out["version"] = {"status": status, "has_git_version": "gitVersion" in body}
+status, _, body = c.request("POST", echo, "alice-token", True)
+out["later"] = {"status": status, "reason": body["reason"], "message": body["message"]}
+
+c = Conn()
+status, headers, _ = c.request("POST", echo, "alice-token", True)
+out["hang_up"] = {"status": status, "first": c.until(b"\n").decode()}
+c.s.close()
+print(json.dumps(out))
 "#;
 
 const ECHO_API_SERVICE: &str = "v1.echo.example.com";
@@ -615,7 +743,7 @@ subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}}]
 }
 
 #[test]
-fn a_websocket_upgrade_is_proxied_both_ways_as_the_caller_and_spdy_is_refused() {
+fn a_websocket_upgrade_is_proxied_both_ways_as_the_caller() {
     let echo = start_echo_api(&[]);
     let a = &echo.a;
     let client = a.write_file("upgrade_client.py", UPGRADE_CLIENT);
@@ -648,11 +776,115 @@ fn a_websocket_upgrade_is_proxied_both_ways_as_the_caller_and_spdy_is_refused() 
     );
     // bob may not get echoes/exec: refused here, before the backend.
     assert_eq!(got["bob"], json!({"status": 403}));
-    assert_eq!(got["spdy"]["status"], 400, "{}", got["spdy"]);
-    assert_eq!(
-        got["spdy"]["body"]["message"],
-        "upgrading the connection to \"SPDY/3.1\" is not supported by this server: use WebSocket"
+}
+
+/// A SPDY/3.1 upgrade (kubectl before 1.31, and its fallback) switches through the
+/// aggregator as a WebSocket one does: the backend sees the caller, bytes pass both
+/// ways as sent, and either side closing ends the other. A caller without the grant,
+/// a path this server does not proxy and an upgrade that is not its connection's
+/// first request are answered with a Status.
+#[tokio::test]
+async fn a_spdy_upgrade_is_proxied_both_ways_as_the_caller_until_either_side_closes() {
+    let audit = tempfile::tempdir().expect("temp dir");
+    let policy = audit.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Metadata}]\n",
+    )
+    .expect("writing the audit policy");
+    let log = audit.path().join("audit.log");
+    let echo = start_echo_api(&[
+        &format!("--audit-policy-file={}", policy.display()),
+        &format!("--audit-log-path={}", log.display()),
+    ]);
+    let a = &echo.a;
+    let client = a.write_file("spdy_client.py", SPDY_CLIENT);
+    let ca = a.data_dir().join("certs").join("ca.crt");
+    let out = std::process::Command::new(apiserver_tests::python_binary())
+        .arg(&client)
+        .args(["127.0.0.1", &a.port().to_string()])
+        .arg(&ca)
+        .arg("/apis/echo.example.com/v1/namespaces/default/echoes/e1/exec?command=cat&stdin=true&stdout=true")
+        .arg("/api/v1/namespaces/default/pods/p1/exec?command=cat&stdin=true&stdout=true")
+        .arg(a.data_dir().join("admin.token"))
+        .output()
+        .expect("running the SPDY client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let got: Value = serde_json::from_str(&stdout).expect("the client's JSON");
+    // Switched with the backend's protocol version; the backend saw alice as the
+    // front-proxy headers named her; the bytes came back as sent; the backend's close
+    // ended the client's connection.
+    assert_eq!(
+        got["alice"],
+        json!({
+            "status": 101,
+            "upgrade": "SPDY/3.1",
+            "connection": "upgrade",
+            "version": "v4.channel.k8s.io",
+            "first": "user=alice groups=devs,system:authenticated\n",
+            "echo": [0x80, 3, 0, 1, 104, 101, 108, 108, 111, 0xff],
+            "bye": "bye",
+            "ended": true,
+        })
+    );
+    // bob may not get echoes/exec: refused here, before the backend.
+    assert_eq!(got["bob"], json!({"status": 403, "reason": "Forbidden"}));
+    // Pods' exec is not proxied (there is no kubelet): a Status, then the connection
+    // ends (actix-web keeps no connection whose upgrade it did not switch).
+    assert_eq!(
+        got["pod"],
+        json!({"status": 404, "kind": "Status", "reason": "NotFound", "ended": true})
+    );
+    // A kept-alive connection's later request cannot switch to SPDY here.
+    assert_eq!(
+        got["version"],
+        json!({"status": 200, "has_git_version": true})
+    );
+    assert_eq!(
+        got["later"],
+        json!({
+            "status": 400,
+            "reason": "BadRequest",
+            "message": "upgrading the connection to \"SPDY/3.1\" is supported only by the first request on an HTTP/1.1 connection, without a body",
+        })
+    );
+    // The client hanging up after switching ends the backend's side too.
+    assert_eq!(
+        got["hang_up"],
+        json!({"status": 101, "first": "user=alice groups=devs,system:authenticated\n"})
+    );
+    let events = PathBuf::from(format!("{}.events", echo.schema_field.display()));
+    eventually("the backend saw the client close", async || {
+        std::fs::read_to_string(&events).is_ok_and(|e| e.contains("client closed"))
+    })
+    .await;
+    // Audited as any request: who, what, and the answer (101 switched, 403 refused).
+    let audited = |user: &str, code: u16| {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|e| {
+                e["user"]["username"] == user
+                    && e["verb"] == "create"
+                    && e["objectRef"]["subresource"] == "exec"
+                    && e["objectRef"]["apiGroup"] == "echo.example.com"
+                    && e["responseStatus"]["code"] == code
+            })
+    };
+    eventually("alice's switched upgrade is audited", async || {
+        audited("alice", 101)
+    })
+    .await;
+    eventually("bob's refused upgrade is audited", async || {
+        audited("bob", 403)
+    })
+    .await;
 }
 
 #[tokio::test]
