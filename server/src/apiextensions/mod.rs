@@ -205,6 +205,8 @@ pub fn definitions(crd: &Value) -> Result<Vec<ResourceDef>, Vec<StatusCause>> {
             create_only: false,
             open_api_prefix: None,
             verbs: vec![],
+            storage: false,
+            conversion: None,
         });
     }
     let mut diags = codegen::Diagnostics::default();
