@@ -405,10 +405,10 @@ impl Index {
             );
             for s in &d.short_names {
                 // Versions of one kind share short names: they name the preferred one.
-                let preferred = index.by_short_name.get(s).is_some_and(|other| {
+                let other_preferred = index.by_short_name.get(s).is_some_and(|other| {
                     crate::discovery::compare_versions(&other.def.version, &d.version).is_lt()
                 });
-                if !preferred {
+                if !other_preferred {
                     index.by_short_name.insert(s.clone(), r.clone());
                 }
             }
@@ -442,12 +442,10 @@ impl Index {
             if other.versions.is_some() && codegen::versions::same_family(&other.def, def) {
                 return None;
             }
-            Some(other).map(|other| {
-                format!(
-                    "short name {s:?} is already used by {}",
-                    other.qualified_resource()
-                )
-            })
+            Some(format!(
+                "short name {s:?} is already used by {}",
+                other.qualified_resource()
+            ))
         })
     }
 }
