@@ -291,7 +291,12 @@ fn has_field_numbers(schema: &serde_json::Value) -> bool {
 fn join_families(entries: &mut [ApiResource]) -> Result<(), String> {
     let defs: Vec<ResourceDef> = entries.iter().map(|e| e.def.clone()).collect();
     for ((group, kind), members) in codegen::versions::families(&defs) {
-        let family = crate::registry::versions::Family::new(&members)
+        let schemas = entries
+            .iter()
+            .filter(|e| e.def.group == group && e.def.kind == kind && !e.def.create_only)
+            .map(|e| (e.api_version().to_string(), e.schema.clone()))
+            .collect();
+        let family = crate::registry::versions::Family::new(&members, schemas)
             .map_err(|e| format!("the compiled-in catalog does not load: {e}"))?;
         let family = Arc::new(family);
         for e in entries

@@ -22,12 +22,18 @@ pub struct Family {
     annotation: String,
     /// Every served version but the storage version: its rules and hook.
     versions: BTreeMap<String, (Conversion, Option<Hook>)>,
+    /// Every version's schema (JSON), by `apiVersion`: what a managedFields entry
+    /// recorded in another version is read with.
+    schemas: BTreeMap<String, Value>,
 }
 
 impl Family {
     /// The family of `members` (the definitions of one group and kind, one of them
     /// `storage: true`, as codegen checked); an error names a hook the server lacks.
-    pub fn new(members: &[&ResourceDef]) -> Result<Family, String> {
+    pub fn new(
+        members: &[&ResourceDef],
+        schemas: BTreeMap<String, Value>,
+    ) -> Result<Family, String> {
         let hub = members
             .iter()
             .find(|d| d.storage)
@@ -49,6 +55,7 @@ impl Family {
             storage_api_version: hub.api_version(),
             annotation: Conversion::annotation(&hub.group, &hub.version),
             versions,
+            schemas,
         })
     }
 
@@ -71,6 +78,13 @@ impl Family {
         self.versions
             .iter()
             .map(|(v, (_, hook))| (v.as_str(), hook.is_some()))
+    }
+
+    /// The version an `apiVersion` of this family names, and its schema.
+    pub fn version_of(&self, api_version: &str) -> Option<(&str, &Value)> {
+        let (key, schema) = self.schemas.get_key_value(api_version)?;
+        let version = key.rsplit_once('/').map_or(key.as_str(), |(_, v)| v);
+        Some((version, schema))
     }
 
     /// `apiVersion` of stored objects.

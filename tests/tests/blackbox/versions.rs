@@ -71,6 +71,40 @@ async fn a_gear_written_as_v1_is_read_written_and_watched_as_v1_and_v2() {
     assert_eq!(header, ["NAME", "TEETH", "SIZE", "AGE"]);
     assert_eq!(row[..3], ["g", "12", "40"]);
 
+    // A write through v2 leaves what the v1 writer owns, renamed fields included, to it:
+    // its managedFields entry stays in v1's terms.
+    s.kubectl_ok(&[
+        "patch",
+        "gears.v2.example.dev",
+        "g",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"material":"nylon"}}"#,
+    ]);
+    let v1 = get_json(
+        &s,
+        &["get", "gears.v1.example.dev", "g", "--show-managed-fields"],
+    );
+    let entries = v1["metadata"]["managedFields"].as_array().unwrap();
+    let creator = entries
+        .iter()
+        .find(|e| e["manager"] == "kubectl-create")
+        .unwrap_or_else(|| panic!("no kubectl-create entry: {v1}"));
+    assert_eq!(creator["apiVersion"], "example.dev/v1");
+    assert!(
+        creator["fieldsV1"]["f:spec"].get("f:size").is_some(),
+        "{creator}"
+    );
+    let patcher = entries
+        .iter()
+        .find(|e| e["manager"] == "kubectl-patch")
+        .unwrap_or_else(|| panic!("no kubectl-patch entry: {v1}"));
+    assert_eq!(patcher["apiVersion"], "example.dev/v2");
+    assert!(
+        patcher["fieldsV1"]["f:spec"].get("f:material").is_some(),
+        "{patcher}"
+    );
+
     // An update through v2 shows in v1; what v1 cannot hold is kept in an annotation.
     s.kubectl_ok(&[
         "patch",
