@@ -7,7 +7,12 @@
 //!            shortnames = ["gd"], categories = ["all"], status,
 //!            scale(spec_replicas_path = ".spec.replicas", status_replicas_path = ".status.replicas",
 //!                  label_selector_path = ".status.selector"),
-//!            printcolumn(name = "Size", type = "integer", json_path = ".spec.size"))]
+//!            printcolumn(name = "Size", type = "integer", json_path = ".spec.size"),
+//!            storage,   // or, on a version that is not the storage version:
+//!            conversion(rename(from = ".spec.colour", to = ".spec.color"),
+//!                       move(from = ".spec.size", to = ".spec.shape.size"),
+//!                       default(path = ".spec.mode", value = "fast"),
+//!                       preserve = [".spec.tags"], hook = "HookName"))]
 //! ```
 
 use proc_macro2::{Span, TokenStream};
@@ -17,7 +22,9 @@ use syn::punctuated::Punctuated;
 use syn::{Expr, ExprLit, Lit, Token};
 
 use crate::diagnostics::{suggest, Code};
-use crate::model::{PrinterColumn, ScaleSubresource, Scope};
+use crate::model::{
+    Conversion, FieldDefault, FieldMapping, FieldPath, PrinterColumn, ScaleSubresource, Scope,
+};
 
 /// Every key `#[resource(...)]` accepts.
 pub const RESOURCE_KEYS: &[&str] = &[
@@ -34,7 +41,12 @@ pub const RESOURCE_KEYS: &[&str] = &[
     "scale",
     "printcolumn",
     "selectable_fields",
+    "storage",
+    "conversion",
 ];
+const CONVERSION_KEYS: &[&str] = &["rename", "move", "default", "preserve", "hook"];
+const MAPPING_KEYS: &[&str] = &["from", "to"];
+const DEFAULT_KEYS: &[&str] = &["path", "value"];
 const SCALE_KEYS: &[&str] = &[
     "spec_replicas_path",
     "status_replicas_path",
@@ -151,6 +163,8 @@ pub struct ResourceAttrs {
     pub scale: Option<ScaleSubresource>,
     pub printer_columns: Vec<PrinterColumn>,
     pub selectable_fields: Vec<String>,
+    pub storage: bool,
+    pub conversion: Option<Conversion>,
 }
 
 /// Parses every `#[resource(...)]` in `attrs`. `item_span` is where "missing key" errors
@@ -209,6 +223,12 @@ pub fn parse_resource_attrs(
                 "categories" => out.categories.extend(str_list(&meta, &mut errors)),
                 "selectable_fields" => out.selectable_fields.extend(str_list(&meta, &mut errors)),
                 "status" => out.status |= flag(&meta, &mut errors),
+                "storage" => out.storage |= flag(&meta, &mut errors),
+                "conversion" => {
+                    if let Some(c) = parse_conversion(&meta, &mut errors) {
+                        out.conversion = Some(c);
+                    }
+                }
                 "scale" => {
                     if let Some(s) = parse_scale(&meta, &mut errors) {
                         out.scale = Some(s);
@@ -495,4 +515,123 @@ fn parse_printcolumn(meta: &Meta, errors: &mut Vec<AttrError>) -> Option<Printer
         priority,
         json_path,
     })
+}
+
+/// `conversion(rename(from = .., to = ..), move(..), default(path = .., value = ..),
+/// preserve = [..], hook = "..")`.
+fn parse_conversion(meta: &Meta, errors: &mut Vec<AttrError>) -> Option<Conversion> {
+    let MetaValue::List(tokens) = &meta.value else {
+        errors.push(
+            AttrError::new(
+                Code::WrongType,
+                meta.span(),
+                "`conversion` takes a list of rules",
+            )
+            .help("write `conversion(rename(from = \".spec.colour\", to = \".spec.color\"))`"),
+        );
+        return None;
+    };
+    let items = match parse_list(tokens.clone()) {
+        Ok(m) => m,
+        Err(e) => {
+            errors.push(AttrError::syntax(e));
+            return None;
+        }
+    };
+    let mut out = Conversion::default();
+    for item in items {
+        let key = item.name();
+        let field = |fields: &[(String, Span, Expr)], k: &str| {
+            fields
+                .iter()
+                .find(|(n, _, _)| n == k)
+                .map(|(_, _, e)| e.clone())
+        };
+        match key.as_str() {
+            "rename" | "move" => {
+                let place = format!("{key}(from = \"..\", to = \"..\")");
+                let Some(fields) = nested(&item, MAPPING_KEYS, &place, errors) else {
+                    continue;
+                };
+                let from = field(&fields, "from").as_ref().and_then(lit_str);
+                let to = field(&fields, "to").as_ref().and_then(lit_str);
+                let (Some(from), Some(to)) = (from, to) else {
+                    errors.push(
+                        AttrError::new(
+                            Code::MissingKey,
+                            item.span(),
+                            format!("{key}(...) needs `from` and `to` string literals"),
+                        )
+                        .help(format!("write `{place}`")),
+                    );
+                    continue;
+                };
+                let mapping = FieldMapping {
+                    from,
+                    to,
+                    location: None,
+                };
+                match key.as_str() {
+                    "rename" => out.renames.push(mapping),
+                    _ => out.moves.push(mapping),
+                }
+            }
+            "default" => {
+                let place = "default(path = \".spec.mode\", value = \"fast\")";
+                let Some(fields) = nested(&item, DEFAULT_KEYS, place, errors) else {
+                    continue;
+                };
+                let path = field(&fields, "path").as_ref().and_then(lit_str);
+                let value = field(&fields, "value").as_ref().and_then(lit_json);
+                let (Some(path), Some(value)) = (path, value) else {
+                    errors.push(
+                        AttrError::new(
+                            Code::MissingKey,
+                            item.span(),
+                            "default(...) needs a `path` string and a literal `value`",
+                        )
+                        .help(format!("write `{place}`")),
+                    );
+                    continue;
+                };
+                out.defaults.push(FieldDefault {
+                    path,
+                    value,
+                    location: None,
+                });
+            }
+            "preserve" => out
+                .preserve
+                .extend(str_list(&item, errors).into_iter().map(|path| FieldPath {
+                    path,
+                    location: None,
+                })),
+            "hook" => set_str(&mut out.hook, &item, errors),
+            _ => errors.push(unknown_key(
+                &key,
+                item.span(),
+                CONVERSION_KEYS,
+                "conversion(...)",
+            )),
+        }
+    }
+    Some(out)
+}
+
+/// A literal as JSON: strings, integers, floats and booleans.
+fn lit_json(expr: &Expr) -> Option<serde_json::Value> {
+    let Expr::Lit(ExprLit { lit, .. }) = expr else {
+        return None;
+    };
+    match lit {
+        Lit::Str(s) => Some(s.value().into()),
+        Lit::Int(i) => i.base10_parse::<i64>().ok().map(Into::into),
+        Lit::Float(f) => f
+            .base10_parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(serde_json::Value::Number),
+        Lit::Bool(b) => Some(b.value.into()),
+        _ => None,
+    }
 }

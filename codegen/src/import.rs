@@ -44,6 +44,8 @@ const KIND_KEYS: &[&str] = &[
     "selectableFields",
     "protobuf",
     "omitSubresources",
+    "storage",
+    "conversion",
 ];
 
 /// Keys of upstream schemas that are documentation or that our model has no use for.
@@ -146,6 +148,10 @@ struct Entry {
     /// Upstream subresources this server does not serve (those that reach a kubelet or
     /// a node: `exec`, `log`, `proxy`, ...): left out of the definition.
     omit_subresources: Vec<String>,
+    /// `storage: true`: the storage version of a kind imported in several versions.
+    storage: bool,
+    /// The `conversion:` rules of a version that is not the storage version, as written.
+    conversion: Option<Value>,
     /// `protobuf: false`: import without field numbers (JSON and YAML only), for kinds
     /// whose messages embed another message, which the protobuf codec cannot map yet.
     protobuf: bool,
@@ -353,6 +359,11 @@ fn parse_selection(file: &str, text: &str, diags: &mut Diagnostics) -> Option<Se
                 .map(crate::load::yaml::to_json),
             selectable_fields: list_of("selectableFields", diags),
             omit_subresources: list_of("omitSubresources", diags),
+            storage: m
+                .get_node("storage")
+                .and_then(|n| n.as_scalar())
+                .is_some_and(|s| s.as_str() == "true"),
+            conversion: m.get_node("conversion").map(crate::load::yaml::to_json),
             protobuf: match m
                 .get_node("protobuf")
                 .map(|n| (n, n.as_scalar().map(|s| s.as_str())))
@@ -839,6 +850,12 @@ impl Importer<'_> {
         m.insert("builtin".into(), true.into());
         if let Some(s) = &e.strategy {
             m.insert("strategy".into(), s.clone().into());
+        }
+        if e.storage {
+            m.insert("storage".into(), true.into());
+        }
+        if let Some(c) = &e.conversion {
+            m.insert("conversion".into(), yaml(c));
         }
         if shape.create_only {
             m.insert("createOnly".into(), true.into());

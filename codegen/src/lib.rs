@@ -6,6 +6,7 @@
 //! validate (collecting every diagnostic) → emit.
 
 pub mod attrs;
+pub mod conversion;
 pub mod diagnostics;
 pub mod emit;
 pub mod endpoints;
@@ -14,6 +15,7 @@ pub mod load;
 pub mod model;
 pub mod names;
 pub mod validate;
+pub mod versions;
 
 pub use diagnostics::{Code, Diagnostic, Diagnostics, Location};
 pub use emit::{openapi_documents, GeneratedFile, OpenApiDocuments, GENERATED_DIR};

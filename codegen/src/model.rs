@@ -108,6 +108,95 @@ pub struct ResourceDef {
     /// verb. `watch` is served only where it is listed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verbs: Vec<String>,
+    /// This definition is its kind's storage version (`storage: true`): when a kind is
+    /// defined in several versions, objects are stored in this one and converted to
+    /// and from the others. A kind defined once is stored in its only version.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub storage: bool,
+    /// How this version converts to and from the storage version, beyond the fields
+    /// both have at the same path (`conversion:`); only on a version that is not the
+    /// storage version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversion: Option<Conversion>,
+}
+
+/// The server's named conversion hooks (`conversion: {hook: ..}`): hand-written Rust
+/// for what a declarative rule cannot say, run after the rules on the way to the
+/// storage version and before them on the way back.
+pub const CONVERSION_HOOKS: &[&str] = &["HorizontalPodAutoscalerV1"];
+
+/// How a version's objects map onto the storage version's (`conversion:` in a
+/// definition). Fields at the same path with the same type map without a rule.
+/// Paths are written as JSON paths of objects' fields (`.spec.colour`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Conversion {
+    /// A field of this version named differently in the storage version, under the
+    /// same parent (`.spec.colour` → `.spec.color`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub renames: Vec<FieldMapping>,
+    /// A field of this version found elsewhere in the storage version
+    /// (`.spec.replicas` → `.spec.scaling.replicas`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moves: Vec<FieldMapping>,
+    /// Storage-version fields this version lacks, and the value they take when an
+    /// object written in this version carries none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub defaults: Vec<FieldDefault>,
+    /// Storage-version fields this version cannot hold: kept in the annotation
+    /// [`Conversion::annotation`] of objects read in this version, and restored from it
+    /// when they are written back, so a round trip loses nothing (as upstream keeps
+    /// autoscaling/v2 fields in annotations of autoscaling/v1 objects).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preserve: Vec<FieldPath>,
+    /// A hand-written conversion for the rest (one of [`CONVERSION_HOOKS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook: Option<String>,
+    /// Where `hook` was given, for diagnostics.
+    #[serde(skip)]
+    pub hook_location: Option<Location>,
+}
+
+impl Conversion {
+    /// The annotation that keeps preserved fields: `<group>/<storage version>-fields`
+    /// (`example.dev/v2-fields`); `conversion.k8s.io/...` for the core group.
+    pub fn annotation(group: &str, storage_version: &str) -> String {
+        let group = if group.is_empty() {
+            "conversion.k8s.io"
+        } else {
+            group
+        };
+        format!("{group}/{storage_version}-fields")
+    }
+}
+
+/// `from` in this version is `to` in the storage version.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FieldMapping {
+    pub from: String,
+    pub to: String,
+    /// Where the rule was written, for diagnostics.
+    #[serde(skip)]
+    pub location: Option<Location>,
+}
+
+/// A storage-version field and the value it takes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FieldDefault {
+    pub path: String,
+    pub value: serde_json::Value,
+    /// Where the rule was written, for diagnostics.
+    #[serde(skip)]
+    pub location: Option<Location>,
+}
+
+/// A storage-version field, for `preserve`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FieldPath {
+    pub path: String,
+    /// Where the rule was written, for diagnostics.
+    #[serde(skip)]
+    pub location: Option<Location>,
 }
 
 /// Which definition format a resource came from.
@@ -249,6 +338,8 @@ impl CreateOnlySubresource {
             create_only: true,
             open_api_prefix: self.open_api_prefix.clone(),
             verbs: vec![],
+            storage: false,
+            conversion: None,
         }
     }
 }

@@ -25,7 +25,7 @@ pub fn validate(defs: &[ResourceDef], diags: &mut Diagnostics) {
 pub fn validate_located(defs: &[ResourceDef], keys: &KeyLocations, diags: &mut Diagnostics) {
     let mut by_plural: BTreeMap<(String, String, String), &Location> = BTreeMap::new();
     let mut by_kind: BTreeMap<(String, String, String), &Location> = BTreeMap::new();
-    let mut short_names: BTreeMap<String, &Location> = BTreeMap::new();
+    let mut short_names: BTreeMap<String, &ResourceDef> = BTreeMap::new();
 
     for d in defs {
         let at = &d.location;
@@ -87,7 +87,11 @@ pub fn validate_located(defs: &[ResourceDef], keys: &KeyLocations, diags: &mut D
                     format!("short name `{s}` must be a lower-case DNS label"),
                     "e.g. `wd`",
                 ));
-            } else if let Some(prev) = short_names.insert(s.clone(), at) {
+            } else if let Some(prev) = short_names
+                .insert(s.clone(), d)
+                .filter(|prev| !crate::versions::same_family(prev, d))
+                .map(|prev| &prev.location)
+            {
                 diags.push(err(
                     "shortNames",
                     Code::NameTaken,
@@ -281,6 +285,7 @@ pub fn validate_located(defs: &[ResourceDef], keys: &KeyLocations, diags: &mut D
             diags,
         );
     }
+    crate::versions::validate(defs, keys, diags);
 }
 
 /// `strategy` of a kind or subresource that is not stored: one of [`CREATE_HOOKS`].

@@ -202,8 +202,9 @@ fn apiservice_prints_one_api_service_per_custom_group_version() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // Widget and Gadget share example.dev/v1: one APIService; built-in groups none.
-    assert_eq!(stdout.matches("kind: APIService").count(), 1, "{stdout}");
+    // Widget, Gadget and Gear share example.dev/v1, Gear is also example.dev/v2: two
+    // APIServices; built-in groups none.
+    assert_eq!(stdout.matches("kind: APIService").count(), 2, "{stdout}");
     for want in [
         "name: v1.example.dev",
         "group: example.dev",

@@ -26,17 +26,33 @@ fn examples(code: Code) -> Vec<(String, String)> {
     out
 }
 
-/// The example as the one definition file of a tree.
-fn source(lang: &str, text: &str) -> SourceFile {
+/// The example as the definition files of a tree: one, or one per YAML document when
+/// the example defines several versions of a kind (documents separated by `---`).
+fn sources(lang: &str, text: &str) -> Vec<SourceFile> {
     let ext = match lang {
         "yaml" => "yaml",
         "rust" => "rs",
         other => panic!("examples are yaml or rust, not {other}"),
     };
-    SourceFile {
-        path: format!("api-defs/example.{ext}"),
-        text: text.to_string(),
+    let documents: Vec<&str> = if ext == "yaml" {
+        text.split("---\n").collect()
+    } else {
+        vec![text]
+    };
+    if documents.len() == 1 {
+        return vec![SourceFile {
+            path: format!("api-defs/example.{ext}"),
+            text: text.to_string(),
+        }];
     }
+    documents
+        .iter()
+        .enumerate()
+        .map(|(i, doc)| SourceFile {
+            path: format!("api-defs/example-{}.{ext}", i + 1),
+            text: doc.to_string(),
+        })
+        .collect()
 }
 
 fn check_snapshot(code: Code, actual: &str) {
@@ -80,9 +96,8 @@ fn every_erroneous_example_reports_its_code_and_every_fix_generates() {
     for &code in Code::ALL.iter().filter(|&&c| c != Code::Upstream) {
         let blocks = examples(code);
         let (lang, bad) = &blocks[0];
-        let src = source(lang, bad);
-        let diags = generate(std::slice::from_ref(&src))
-            .expect_err(&format!("{code}'s erroneous example must fail"));
+        let srcs = sources(lang, bad);
+        let diags = generate(&srcs).expect_err(&format!("{code}'s erroneous example must fail"));
         assert!(
             diags.0.iter().any(|d| d.code == code),
             "{code}'s example reports {:?}:\n{diags}",
@@ -90,10 +105,10 @@ fn every_erroneous_example_reports_its_code_and_every_fix_generates() {
         );
         check_snapshot(
             code,
-            &diags.render(&|p| (p == src.path).then(|| src.text.clone())),
+            &diags.render(&|p| srcs.iter().find(|s| s.path == p).map(|s| s.text.clone())),
         );
         let (lang, fixed) = &blocks[1];
-        if let Err(d) = generate(&[source(lang, fixed)]) {
+        if let Err(d) = generate(&sources(lang, fixed)) {
             panic!("{code}'s fixed example must generate:\n{d}");
         }
     }

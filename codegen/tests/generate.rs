@@ -189,6 +189,7 @@ fn the_shipped_definitions_are_valid() {
             "SelfSubjectRulesReview",
             "SubjectAccessReview",
             "HorizontalPodAutoscaler",
+            "HorizontalPodAutoscaler",
             "CronJob",
             "Job",
             "CertificateSigningRequest",
@@ -196,7 +197,9 @@ fn the_shipped_definitions_are_valid() {
             "EndpointSlice",
             "Event",
             "Gadget",
+            "Gear",
             "Widget",
+            "Gear",
             "FlowSchema",
             "PriorityLevelConfiguration",
             "IPAddress",
@@ -240,4 +243,55 @@ fn protobuf_numbers_need_builtin_and_strategies_must_exist() {
     );
     assert!(diags.contains("unknown strategy `Secrett`"), "{diags}");
     assert!(diags.contains("write `strategy: Secret`"), "{diags}");
+}
+
+/// A Rust definition says `storage` and `conversion(...)` in `#[resource(...)]`, the
+/// grammar YAML definitions share: a Rust v1 converting to a YAML v2 generates, and its
+/// rules are checked as a YAML version's are.
+#[test]
+fn rust_definitions_declare_versions_with_the_shared_grammar() {
+    let rust = |conversion: &str| SourceFile {
+        path: "api-defs/gear.rs".into(),
+        text: format!(
+            r#"
+use apiserver_macros::Resource;
+/// A gear.
+#[derive(Resource, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[resource(group = "example.dev", version = "v1", kind = "Gear", {conversion})]
+pub struct Gear {{
+    pub spec: GearSpec,
+}}
+/// Its spec.
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct GearSpec {{
+    pub size: i32,
+}}
+"#
+        ),
+    };
+    let v2 = SourceFile {
+        path: "api-defs/gear-v2.yaml".into(),
+        text: "group: example.dev\nversion: v2\nkind: Gear\nscope: Namespaced\nstorage: true\nschema:\n  type: object\n  required: [spec]\n  properties:\n    spec:\n      type: object\n      required: [diameter]\n      properties:\n        diameter: {type: integer, format: int32}\n        material: {type: string}\n".into(),
+    };
+    let ok = r#"conversion(rename(from = ".spec.size", to = ".spec.diameter"), preserve = [".spec.material"], default(path = ".spec.material", value = "steel"))"#;
+    let defs = codegen::load_definitions(&[rust(ok), v2.clone()]).unwrap_or_else(|d| panic!("{d}"));
+    let conversion = defs[0].conversion.as_ref().expect("v1 converts");
+    assert_eq!(conversion.renames[0].to, ".spec.diameter");
+    assert_eq!(conversion.defaults[0].value, serde_json::json!("steel"));
+    assert!(defs[1].storage);
+
+    let missing = codegen::load_definitions(&[rust(r#"conversion(hook = "Nope")"#), v2.clone()])
+        .expect_err("no such hook")
+        .to_string();
+    assert!(
+        missing.contains("error[E0023]: no conversion hook named `Nope`"),
+        "{missing}"
+    );
+    let unmapped = codegen::load_definitions(&[rust("conversion()"), v2])
+        .expect_err("size has no counterpart")
+        .to_string();
+    assert!(
+        unmapped.contains("field `.spec.size` of v1 has no counterpart in the storage version v2"),
+        "{unmapped}"
+    );
 }

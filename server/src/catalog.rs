@@ -44,6 +44,9 @@ pub struct ApiResource {
     pub rules: crate::registry::cel::Rules,
     /// How a CustomResourceDefinition serves this version (`None` for other kinds).
     pub crd: Option<CrdVersion>,
+    /// A compiled-in kind defined in several versions: the family this version belongs
+    /// to, which converts objects to and from its storage version.
+    pub versions: Option<Arc<crate::registry::versions::Family>>,
     /// Fields usable in field selectors besides `metadata.name` and `metadata.namespace`
     /// (JSON paths without the leading dot).
     pub selectable_fields: Vec<String>,
@@ -149,6 +152,7 @@ impl ApiResource {
             schema,
             rules,
             crd: None,
+            versions: None,
             protobuf,
             strategy,
             create_hook,
@@ -182,24 +186,32 @@ impl ApiResource {
         &self.api_version
     }
 
-    /// `apiVersion` as objects are stored: the storage version's, for a CRD version.
+    /// `apiVersion` as objects are stored: the storage version's, for a CRD version or
+    /// a version of a compiled-in kind defined in several.
     pub fn storage_api_version(&self) -> &str {
-        match &self.crd {
-            Some(c) if c.converts => &c.storage_api_version,
+        match (&self.crd, &self.versions) {
+            (Some(c), _) if c.converts => &c.storage_api_version,
+            (_, Some(f)) => f.storage_api_version(),
             _ => &self.api_version,
         }
+    }
+
+    /// The version objects are stored in (discovery's `storageVersionHash` names it).
+    pub fn storage_version(&self) -> &str {
+        let api_version = self.storage_api_version();
+        api_version.rsplit_once('/').map_or(api_version, |(_, v)| v)
     }
 
     /// Whether stored objects may be in another version than this entry serves (and so
     /// cannot be served from their stored bytes).
     pub fn converts(&self) -> bool {
-        self.crd.as_ref().is_some_and(|c| c.converts)
+        self.crd.as_ref().is_some_and(|c| c.converts) || self.versions.is_some()
     }
 
-    /// Conversion `None` between versions: only `apiVersion` differs between the stored
-    /// and the served object.
+    /// Conversion `None` between versions of a CRD: only `apiVersion` differs between
+    /// the stored and the served object.
     pub fn rewrites_api_version(&self) -> bool {
-        self.converts() && self.conversion_webhook().is_none()
+        self.crd.as_ref().is_some_and(|c| c.converts) && self.conversion_webhook().is_none()
     }
 
     /// The webhook that converts this entry's objects, for a CRD with conversion `Webhook`.
@@ -274,6 +286,29 @@ fn has_field_numbers(schema: &serde_json::Value) -> bool {
             .any(|k| schema.get(k).is_some_and(has_field_numbers))
 }
 
+/// Gives the versions of each compiled-in kind defined more than once their family, so
+/// they convert to and from its storage version.
+fn join_families(entries: &mut [ApiResource]) -> Result<(), String> {
+    let defs: Vec<ResourceDef> = entries.iter().map(|e| e.def.clone()).collect();
+    for ((group, kind), members) in codegen::versions::families(&defs) {
+        let schemas = entries
+            .iter()
+            .filter(|e| e.def.group == group && e.def.kind == kind && !e.def.create_only)
+            .map(|e| (e.api_version().to_string(), e.schema.clone()))
+            .collect();
+        let family = crate::registry::versions::Family::new(&members, schemas)
+            .map_err(|e| format!("the compiled-in catalog does not load: {e}"))?;
+        let family = Arc::new(family);
+        for e in entries
+            .iter_mut()
+            .filter(|e| e.def.group == group && e.def.kind == kind && !e.def.create_only)
+        {
+            e.versions = Some(family.clone());
+        }
+    }
+    Ok(())
+}
+
 /// A resource for unit tests: core group, namespaced, with `schema`.
 #[cfg(test)]
 pub(crate) fn test_resource(schema: serde_json::Value) -> ApiResource {
@@ -302,6 +337,8 @@ pub(crate) fn test_resource(schema: serde_json::Value) -> ApiResource {
         create_only: false,
         open_api_prefix: None,
         verbs: vec![],
+        storage: false,
+        conversion: None,
     })
     .expect("the test definition is valid");
     res.schema = schema;
@@ -372,7 +409,13 @@ impl Index {
                 r.clone(),
             );
             for s in &d.short_names {
-                index.by_short_name.insert(s.clone(), r.clone());
+                // Versions of one kind share short names: they name the preferred one.
+                let other_preferred = index.by_short_name.get(s).is_some_and(|other| {
+                    crate::discovery::compare_versions(&other.def.version, &d.version).is_lt()
+                });
+                if !other_preferred {
+                    index.by_short_name.insert(s.clone(), r.clone());
+                }
             }
             for c in &d.categories {
                 index
@@ -400,12 +443,14 @@ impl Index {
             return Some(format!("kind {:?} is already served in {gv}", def.kind));
         }
         def.short_names.iter().find_map(|s| {
-            self.by_short_name.get(s).map(|other| {
-                format!(
-                    "short name {s:?} is already used by {}",
-                    other.qualified_resource()
-                )
-            })
+            let other = self.by_short_name.get(s)?;
+            if other.versions.is_some() && codegen::versions::same_family(&other.def, def) {
+                return None;
+            }
+            Some(format!(
+                "short name {s:?} is already used by {}",
+                other.qualified_resource()
+            ))
         })
     }
 }
@@ -458,6 +503,7 @@ impl Catalog {
             let def: ResourceDef = serde_json::from_value(v).map_err(|e| fail(&e))?;
             entries.push(ApiResource::from_parts(def, schema, bodies).map_err(|e| fail(&e))?);
         }
+        join_families(&mut entries)?;
         let catalog = Catalog::default();
         for entry in entries {
             catalog

@@ -247,7 +247,7 @@ fn legacy_entries(r: &ApiResource) -> Vec<Value> {
     if r.stored() {
         main["storageVersionHash"] = json!(storage_version_hash(
             &r.def.group,
-            &r.def.version,
+            r.storage_version(),
             &r.def.kind
         ));
     }

@@ -60,6 +60,10 @@ codes! {
     RustType = "E0017", "a Rust type that has no schema";
     RustShape = "E0018", "a Rust definition without the shape of a resource";
     Upstream = "E0019", "upstream's documents cannot be imported as selected";
+    StorageVersion = "E0020", "a kind's versions do not have exactly one storage version";
+    VersionIdentity = "E0021", "the versions of one kind disagree on its identity";
+    ConversionRule = "E0022", "a conversion rule that does not fit the versions' schemas";
+    ConversionHook = "E0023", "a conversion hook the server does not have";
 }
 
 impl Code {

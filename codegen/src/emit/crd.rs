@@ -15,6 +15,14 @@ pub fn manifest(d: &ResourceDef) -> Result<Value, String> {
             d.kind
         ));
     }
+    if d.storage || d.conversion.is_some() {
+        // Its versions convert by rules the server runs; a CRD could only name a
+        // conversion webhook.
+        return Err(format!(
+            "{} is defined in several versions, whose conversion a CRD cannot carry",
+            d.kind
+        ));
+    }
     if !d.group.contains('.') {
         return Err(format!(
             "{}: a CRD's group needs a dot (got `{}`)",

@@ -115,6 +115,8 @@ pub fn resource_def(
         create_only: false,
         open_api_prefix: None,
         verbs: vec![],
+        storage: attrs.storage,
+        conversion: attrs.conversion,
     }
 }
 

@@ -6,8 +6,8 @@ use marked_yaml::{LoaderOptions, Node};
 
 use crate::diagnostics::{suggest, Code, Diagnostic, Diagnostics, Location};
 use crate::model::{
-    CreateOnlySubresource, Origin, PartSubresource, PrinterColumn, ResourceDef, ScaleSubresource,
-    Schema, Scope, Subresources,
+    Conversion, CreateOnlySubresource, FieldDefault, FieldMapping, FieldPath, Origin,
+    PartSubresource, PrinterColumn, ResourceDef, ScaleSubresource, Schema, Scope, Subresources,
 };
 use crate::names::infer_plural;
 use crate::validate::KeyLocations;
@@ -31,7 +31,10 @@ const TOP_KEYS: &[&str] = &[
     "createOnly",
     "openAPIPrefix",
     "verbs",
+    "storage",
+    "conversion",
 ];
+const CONVERSION_KEYS: &[&str] = &["renames", "moves", "defaults", "preserve", "hook"];
 const SCHEMA_KEYS: &[&str] = &[
     "type",
     "format",
@@ -253,6 +256,11 @@ pub fn load_located(
         .get_node("additionalPrinterColumns")
         .map(|n| cx.printer_columns(n, diags))
         .unwrap_or_default();
+    let storage = map
+        .get_node("storage")
+        .and_then(|n| cx.boolean(n, "storage", diags))
+        .unwrap_or(false);
+    let conversion = map.get_node("conversion").map(|n| cx.conversion(n, diags));
 
     // Where the definition "is": its kind, else the top of the file.
     let location = map
@@ -293,6 +301,8 @@ pub fn load_located(
         create_only,
         open_api_prefix,
         verbs,
+        storage,
+        conversion,
     })
 }
 
@@ -841,6 +851,78 @@ impl Cx<'_> {
                     .with_help("e.g. `{name: ephemeralcontainers, strategy: EphemeralContainers}`"),
                 ),
             }
+        }
+        out
+    }
+
+    /// `conversion:`: `renames` and `moves` (`{.from: .to}`), `defaults` (`{.path:
+    /// value}`), `preserve` (`[.path]`) and `hook`.
+    fn conversion(&self, node: &Node, diags: &mut Diagnostics) -> Conversion {
+        let mut out = Conversion::default();
+        let Some(map) = self.mapping(node, "`conversion`", diags) else {
+            return out;
+        };
+        self.check_keys(map, CONVERSION_KEYS, "`conversion`", diags);
+        let pairs = |key: &str, diags: &mut Diagnostics| -> Vec<(String, &Node, Location)> {
+            let Some(n) = map.get_node(key) else {
+                return vec![];
+            };
+            let Some(m) = self.mapping(n, &format!("`conversion.{key}`"), diags) else {
+                return vec![];
+            };
+            m.iter()
+                .map(|(k, v)| (k.as_str().to_string(), v, self.loc(k.span())))
+                .collect()
+        };
+        for key in ["renames", "moves"] {
+            let mut list = Vec::new();
+            for (from, to, location) in pairs(key, diags) {
+                if let Some(to) = self.string(to, key, diags) {
+                    list.push(FieldMapping {
+                        from,
+                        to,
+                        location: Some(location),
+                    });
+                }
+            }
+            match key {
+                "renames" => out.renames = list,
+                _ => out.moves = list,
+            }
+        }
+        out.defaults = pairs("defaults", diags)
+            .into_iter()
+            .map(|(path, value, location)| FieldDefault {
+                path,
+                value: to_json(value),
+                location: Some(location),
+            })
+            .collect();
+        if let Some(n) = map.get_node("preserve") {
+            match n.as_sequence() {
+                Some(seq) => {
+                    for item in seq.iter() {
+                        if let Some(path) = self.string(item, "preserve", diags) {
+                            out.preserve.push(FieldPath {
+                                path,
+                                location: Some(self.loc(item.span())),
+                            });
+                        }
+                    }
+                }
+                None => diags.push(
+                    Diagnostic::new(
+                        Code::WrongType,
+                        self.loc(n.span()),
+                        "`conversion.preserve` must be a list of paths",
+                    )
+                    .with_help("e.g. `preserve: [.spec.mode]`"),
+                ),
+            }
+        }
+        if let Some(n) = map.get_node("hook") {
+            out.hook = self.string(n, "hook", diags);
+            out.hook_location = Some(self.loc(n.span()));
         }
         out
     }

@@ -205,6 +205,8 @@ pub fn definitions(crd: &Value) -> Result<Vec<ResourceDef>, Vec<StatusCause>> {
             create_only: false,
             open_api_prefix: None,
             verbs: vec![],
+            storage: false,
+            conversion: None,
         });
     }
     let mut diags = codegen::Diagnostics::default();
@@ -213,7 +215,11 @@ pub fn definitions(crd: &Value) -> Result<Vec<ResourceDef>, Vec<StatusCause>> {
     for d in checked.iter_mut().skip(1) {
         d.short_names.clear();
     }
-    codegen::validate::validate(&checked, &mut diags);
+    // One at a time: a CRD's versions convert by its own strategy (None or a webhook),
+    // not by the rules codegen checks for a compiled-in kind's versions.
+    for d in &checked {
+        codegen::validate::validate(std::slice::from_ref(d), &mut diags);
+    }
     if diags.is_empty() {
         return Ok(defs);
     }

@@ -29,6 +29,10 @@ pub fn decode(res: &ApiResource, kv: &KeyValue) -> Result<Value, ApiError> {
             m.insert("apiVersion".into(), Value::String(res.api_version().into()));
         }
     }
+    if let Some(family) = &res.versions {
+        // A compiled-in kind's versions convert here, in step (no webhook to wait for).
+        return family.convert(obj, &res.def.version);
+    }
     Ok(obj)
 }
 
@@ -128,6 +132,9 @@ pub async fn convert_to(to: &ApiResource, obj: Value) -> Result<Value, ApiError>
     if obj["apiVersion"] == to.api_version() {
         return Ok(obj);
     }
+    if let Some(family) = &to.versions {
+        return family.convert(obj, &to.def.version);
+    }
     match to.conversion_webhook() {
         Some(webhook) => Ok(webhook
             .convert(vec![obj], to.api_version())
@@ -160,6 +167,11 @@ async fn to_storage(res: &ApiResource, obj: Value) -> Result<Value, ApiError> {
 /// The stored form of `obj` (see [`encode`]), converted by the webhook first when the
 /// kind has one.
 pub async fn stored_bytes(res: &ApiResource, obj: &Value) -> Result<Bytes, ApiError> {
+    if let Some(family) = &res.versions {
+        let stored =
+            family.convert_from(obj.clone(), &res.def.version, family.storage_version())?;
+        return Ok(encode(res, &stored));
+    }
     match res.conversion_webhook() {
         Some(_) => Ok(encode(res, &to_storage(res, obj.clone()).await?)),
         None => Ok(encode(res, obj)),

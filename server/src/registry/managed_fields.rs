@@ -177,6 +177,36 @@ pub(crate) fn from_tree(v: &Value, prefix: &mut Path, out: &mut BTreeSet<Path>) 
     }
 }
 
+/// The paths of `new` and those the write from `old` changed, as version `api_version`
+/// of `res`'s kind sees them (`None` when it is not a version of the kind).
+fn seen_in(
+    res: &ApiResource,
+    api_version: &str,
+    new: &Value,
+    old: Option<&Value>,
+    include_status: bool,
+) -> Option<(BTreeSet<Path>, BTreeSet<Path>)> {
+    let family = res.versions.as_ref()?;
+    let (version, schema) = family.version_of(api_version)?;
+    let view = |obj: &Value| {
+        let converted = family
+            .convert_from(obj.clone(), &res.def.version, version)
+            .ok()?;
+        Some(field_set(&converted, schema, include_status, false))
+    };
+    let new_fields = view(new)?;
+    let old_fields = match old {
+        Some(o) => view(o)?,
+        None => Vec::new(),
+    };
+    let changed = new_fields
+        .iter()
+        .filter(|(p, v)| !old_fields.iter().any(|(op, ov)| op == p && ov == v))
+        .map(|(p, _)| p.clone())
+        .collect();
+    Some((new_fields.into_iter().map(|(p, _)| p).collect(), changed))
+}
+
 /// Records an Update by `manager` that turned `old` (None on create) into `new`, in
 /// `new.metadata.managedFields`. `subresource` is `status` for status writes; with a
 /// status subresource, status fields are only tracked for those.
@@ -227,6 +257,17 @@ pub fn record_update(
                 .filter(|p| out_of_scope(p) || new_paths.contains(p))
                 .collect();
         } else {
+            // An entry recorded in another version of the kind is kept in that version:
+            // the write is looked at as that version sees it, as upstream's field manager
+            // does.
+            let other = e["apiVersion"]
+                .as_str()
+                .filter(|v| *v != api_version)
+                .and_then(|v| seen_in(res, v, new, old, include_status));
+            let (new_paths, changed) = match &other {
+                Some((n, c)) => (n, c),
+                None => (&new_paths, &changed),
+            };
             let kept: BTreeSet<Path> = set
                 .into_iter()
                 .filter(|p| out_of_scope(p) || (new_paths.contains(p) && !changed.contains(p)))

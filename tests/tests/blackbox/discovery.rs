@@ -209,12 +209,14 @@ async fn served_openapi_equals_the_checked_in_documents() {
     assert_eq!(missing.status, 404);
 }
 
-/// The entry for `resource` in an aggregated group document's first version.
+/// The entry for `resource` in an aggregated group document, in the first version
+/// that serves it.
 fn aggregated_resource<'a>(group: &'a Value, resource: &str) -> &'a Value {
-    group["versions"][0]["resources"]
+    group["versions"]
         .as_array()
         .unwrap()
         .iter()
+        .flat_map(|v| v["resources"].as_array().unwrap())
         .find(|r| r["resource"] == resource)
         .unwrap_or_else(|| panic!("no {resource} in {group}"))
 }
@@ -334,9 +336,10 @@ async fn aggregated_discovery_with_etags() {
         .iter()
         .find(|g| g["name"] == "example.dev")
         .expect("example.dev in the APIGroupList");
+    // Gear is served as v2 too, the group's highest version.
     assert_eq!(
         group["preferredVersion"],
-        json!({ "groupVersion": "example.dev/v1", "version": "v1" })
+        json!({ "groupVersion": "example.dev/v2", "version": "v2" })
     );
     let one = get(&c, "/apis/example.dev", &[]).await.json();
     assert_eq!(one["kind"], "APIGroup");
@@ -441,18 +444,20 @@ async fn legacy_resource_lists_match_kube_apiserver() {
         [
             "gadgets",
             "gadgets/status",
+            "gears",
+            "gears/status",
             "widgets",
             "widgets/scale",
             "widgets/status"
         ]
     );
     assert_eq!(
-        resources[3],
+        resources[5],
         json!({ "name": "widgets/scale", "singularName": "", "namespaced": true, "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"] })
     );
-    assert_eq!(resources[2]["categories"], json!(["all", "examples"]));
-    assert_eq!(resources[2]["shortNames"], json!(["wd"]));
-    assert!(resources[2]["storageVersionHash"].as_str().unwrap().len() == 12);
+    assert_eq!(resources[4]["categories"], json!(["all", "examples"]));
+    assert_eq!(resources[4]["shortNames"], json!(["wd"]));
+    assert!(resources[4]["storageVersionHash"].as_str().unwrap().len() == 12);
 
     let missing = get(&c, "/apis/example.dev/v9", &[]).await;
     assert_eq!(missing.status, 404);
@@ -501,7 +506,11 @@ fn kubectl_api_resources_and_api_versions() {
         ["configmaps", "cm", "v1", "true", "ConfigMap", all_verbs]
     );
     let group = s.kubectl_ok(&["api-resources", "--api-group=example.dev"]);
-    assert_eq!(first_column(&group), ["gadgets", "widgets"], "{group}");
+    assert_eq!(
+        first_column(&group),
+        ["gadgets", "gears", "widgets"],
+        "{group}"
+    );
     let cluster = s.kubectl_ok(&["api-resources", "--namespaced=false"]);
     assert_eq!(
         first_column(&cluster),
@@ -546,7 +555,7 @@ fn kubectl_api_resources_and_api_versions() {
     );
     let watchable = s.kubectl_ok(&["api-resources", "--verbs=watch", "-o", "name"]);
     // Stored kinds only: the reviews are create-only, componentstatuses get and list.
-    assert_eq!(watchable.lines().count(), 61, "{watchable}");
+    assert_eq!(watchable.lines().count(), 62, "{watchable}");
     assert!(
         !watchable.lines().any(|l| l == "componentstatuses"),
         "{watchable}"
@@ -561,6 +570,7 @@ fn kubectl_api_resources_and_api_versions() {
             "apps/v1",
             "authentication.k8s.io/v1",
             "authorization.k8s.io/v1",
+            "autoscaling/v1",
             "autoscaling/v2",
             "batch/v1",
             "certificates.k8s.io/v1",
@@ -568,6 +578,7 @@ fn kubectl_api_resources_and_api_versions() {
             "discovery.k8s.io/v1",
             "events.k8s.io/v1",
             "example.dev/v1",
+            "example.dev/v2",
             "flowcontrol.apiserver.k8s.io/v1",
             "networking.k8s.io/v1",
             "node.k8s.io/v1",

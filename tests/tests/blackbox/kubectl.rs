@@ -233,7 +233,14 @@ fn api_resources_lists_every_kind_with_short_names() {
     let group = s.kubectl_ok(&["api-resources", "--api-group=example.dev", "-o", "name"]);
     let mut names: Vec<&str> = group.lines().collect();
     names.sort_unstable();
-    assert_eq!(names, ["gadgets.example.dev", "widgets.example.dev"]);
+    assert_eq!(
+        names,
+        [
+            "gadgets.example.dev",
+            "gears.example.dev",
+            "widgets.example.dev"
+        ]
+    );
 }
 
 #[test]

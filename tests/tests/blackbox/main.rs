@@ -52,4 +52,5 @@ mod services;
 mod serving_limits;
 mod shutdown;
 mod typed_client;
+mod versions;
 mod watch;

@@ -1,0 +1,277 @@
+//! Compiled-in kinds served in several versions (issue 18 item 1): the example Gear
+//! (`api-defs/examples/gear.yaml` v1, `gear-v2.yaml` v2, stored; v1's `size` is v2's
+//! `diameter`, v2's `material` rides in an annotation of v1 objects) and
+//! autoscaling/v1 HorizontalPodAutoscaler (stored as v2, converted by a hook), read,
+//! written and watched in either version through kubectl and raw requests.
+
+use std::time::Duration;
+
+use apiserver_tests::{raw_request, TestServer};
+use serde_json::{json, Value};
+
+const GEARS_V1: &str = "/apis/example.dev/v1/namespaces/default/gears";
+
+fn get_json(s: &TestServer, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["-o", "json"]);
+    let out = s.kubectl_ok(&all);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+}
+
+/// The first row of a `kubectl get` table, as cells, and its header.
+fn table(s: &TestServer, args: &[&str]) -> (Vec<String>, Vec<String>) {
+    let out = s.kubectl_ok(args);
+    let mut lines = out
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>());
+    let header = lines.next().unwrap_or_default();
+    let row = lines.next().unwrap_or_default();
+    (header, row)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gear_written_as_v1_is_read_written_and_watched_as_v1_and_v2() {
+    let s = TestServer::start();
+    let gear = s.write_file(
+        "gear.yaml",
+        "apiVersion: example.dev/v1\nkind: Gear\nmetadata:\n  name: g\nspec:\n  teeth: 12\n  size: 40\n",
+    );
+    s.kubectl_ok(&["create", "-f", gear.to_str().unwrap()]);
+
+    // The same object in either version: v1 as written, v2 with v1's size as its
+    // diameter and the material v1 objects get.
+    let v1 = get_json(&s, &["get", "gears.v1.example.dev", "g"]);
+    assert_eq!(v1["apiVersion"], "example.dev/v1");
+    assert_eq!(v1["spec"], json!({"teeth": 12, "size": 40}));
+    assert!(v1["metadata"].get("annotations").is_none(), "{v1}");
+    let v2 = get_json(&s, &["get", "gears.v2.example.dev", "g"]);
+    assert_eq!(v2["apiVersion"], "example.dev/v2");
+    assert_eq!(
+        v2["spec"],
+        json!({"teeth": 12, "diameter": 40, "material": "steel"})
+    );
+    assert_eq!(v2["metadata"]["uid"], v1["metadata"]["uid"]);
+    assert_eq!(
+        v2["metadata"]["resourceVersion"],
+        v1["metadata"]["resourceVersion"]
+    );
+    let raw: Value = serde_json::from_str(&s.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/apis/example.dev/v2/namespaces/default/gears/g",
+    ]))
+    .unwrap();
+    assert_eq!(raw["spec"]["diameter"], 40);
+
+    // Tables carry each version's columns; the short name is the preferred version's.
+    let (header, row) = table(&s, &["get", "gr", "g"]);
+    assert_eq!(header, ["NAME", "TEETH", "DIAMETER", "MATERIAL", "AGE"]);
+    assert_eq!(row[..4], ["g", "12", "40", "steel"]);
+    let (header, row) = table(&s, &["get", "gears.v1.example.dev", "g"]);
+    assert_eq!(header, ["NAME", "TEETH", "SIZE", "AGE"]);
+    assert_eq!(row[..3], ["g", "12", "40"]);
+
+    // A write through v2 leaves what the v1 writer owns, renamed fields included, to it:
+    // its managedFields entry stays in v1's terms.
+    s.kubectl_ok(&[
+        "patch",
+        "gears.v2.example.dev",
+        "g",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"material":"nylon"}}"#,
+    ]);
+    let v1 = get_json(
+        &s,
+        &["get", "gears.v1.example.dev", "g", "--show-managed-fields"],
+    );
+    let entries = v1["metadata"]["managedFields"].as_array().unwrap();
+    let creator = entries
+        .iter()
+        .find(|e| e["manager"] == "kubectl-create")
+        .unwrap_or_else(|| panic!("no kubectl-create entry: {v1}"));
+    assert_eq!(creator["apiVersion"], "example.dev/v1");
+    assert!(
+        creator["fieldsV1"]["f:spec"].get("f:size").is_some(),
+        "{creator}"
+    );
+    let patcher = entries
+        .iter()
+        .find(|e| e["manager"] == "kubectl-patch")
+        .unwrap_or_else(|| panic!("no kubectl-patch entry: {v1}"));
+    assert_eq!(patcher["apiVersion"], "example.dev/v2");
+    assert!(
+        patcher["fieldsV1"]["f:spec"].get("f:material").is_some(),
+        "{patcher}"
+    );
+
+    // An update through v2 shows in v1; what v1 cannot hold is kept in an annotation.
+    s.kubectl_ok(&[
+        "patch",
+        "gears.v2.example.dev",
+        "g",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"material":"brass","diameter":50}}"#,
+    ]);
+    let v1 = get_json(&s, &["get", "gears.v1.example.dev", "g"]);
+    assert_eq!(v1["spec"], json!({"teeth": 12, "size": 50}));
+    assert_eq!(
+        v1["metadata"]["annotations"]["example.dev/v2-fields"],
+        r#"{".spec.material":"brass"}"#
+    );
+
+    // A v1 client writing the whole object back loses nothing of v2's.
+    let mut edited = v1.clone();
+    edited["spec"]["size"] = json!(60);
+    let file = s.write_file("edited.json", &edited.to_string());
+    s.kubectl_ok(&["replace", "-f", file.to_str().unwrap()]);
+    let v2 = get_json(&s, &["get", "gears.v2.example.dev", "g"]);
+    assert_eq!(
+        v2["spec"],
+        json!({"teeth": 12, "diameter": 60, "material": "brass"})
+    );
+    assert!(v2["metadata"].get("annotations").is_none(), "{v2}");
+
+    // A v1 watch sees a change made through v2 as a v1 object.
+    let from = v2["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let c = s.client().await;
+    let watch = {
+        let c = c.clone();
+        let path = format!("{GEARS_V1}?watch=true&resourceVersion={from}&timeoutSeconds=5");
+        tokio::spawn(async move { raw_request(&c, "GET", &path, None, "").await })
+    };
+    s.kubectl_ok(&[
+        "patch",
+        "gears.v2.example.dev",
+        "g",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"teeth":20}}"#,
+    ]);
+    let answer = tokio::time::timeout(Duration::from_secs(30), watch)
+        .await
+        .expect("the watch ends at its timeout")
+        .unwrap();
+    let body = answer.text;
+    assert_eq!(answer.status, 200, "{body}");
+    let events: Vec<Value> = body
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 1, "{body}");
+    assert_eq!(events[0]["type"], "MODIFIED");
+    assert_eq!(events[0]["object"]["apiVersion"], "example.dev/v1");
+    assert_eq!(
+        events[0]["object"]["spec"],
+        json!({"teeth": 20, "size": 60})
+    );
+
+    // Discovery: v2 preferred, one storage version hash in both versions' lists.
+    let group: Value =
+        serde_json::from_str(&s.kubectl_ok(&["get", "--raw", "/apis/example.dev"])).unwrap();
+    assert_eq!(group["preferredVersion"]["version"], "v2");
+    let hash = |version: &str| {
+        let list: Value = serde_json::from_str(&s.kubectl_ok(&[
+            "get",
+            "--raw",
+            &format!("/apis/example.dev/{version}"),
+        ]))
+        .unwrap();
+        list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "gears")
+            .map(|r| r["storageVersionHash"].clone())
+            .unwrap_or_else(|| panic!("no gears in {version}: {list}"))
+    };
+    assert!(hash("v1").is_string());
+    assert_eq!(hash("v1"), hash("v2"));
+}
+
+#[test]
+fn kubectl_autoscale_reads_back_as_autoscaling_v1_and_v2() {
+    let s = TestServer::start();
+    s.kubectl_ok(&["create", "deployment", "web", "--image=nginx"]);
+    // kubectl autoscale writes autoscaling/v1.
+    s.kubectl_ok(&[
+        "autoscale",
+        "deployment",
+        "web",
+        "--cpu-percent=50",
+        "--min=1",
+        "--max=3",
+    ]);
+    let v1 = get_json(
+        &s,
+        &["get", "horizontalpodautoscalers.v1.autoscaling", "web"],
+    );
+    assert_eq!(v1["apiVersion"], "autoscaling/v1");
+    assert_eq!(v1["spec"]["targetCPUUtilizationPercentage"], 50);
+    assert_eq!(v1["spec"]["minReplicas"], 1);
+    assert_eq!(v1["spec"]["maxReplicas"], 3);
+    assert_eq!(v1["spec"]["scaleTargetRef"]["name"], "web");
+    let v2 = get_json(
+        &s,
+        &["get", "horizontalpodautoscalers.v2.autoscaling", "web"],
+    );
+    assert_eq!(v2["apiVersion"], "autoscaling/v2");
+    assert_eq!(
+        v2["spec"]["metrics"],
+        json!([{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}])
+    );
+
+    // What v1 cannot say (a memory metric, behavior) is kept in upstream's annotations
+    // and survives a v1 client's update.
+    s.kubectl_ok(&[
+        "patch",
+        "horizontalpodautoscalers.v2.autoscaling",
+        "web",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/spec/metrics/-","value":{"type":"Resource","resource":{"name":"memory","target":{"type":"AverageValue","averageValue":"100Mi"}}}},
+            {"op":"add","path":"/spec/behavior","value":{"scaleDown":{"stabilizationWindowSeconds":30}}}]"#,
+    ]);
+    let v1 = get_json(
+        &s,
+        &["get", "horizontalpodautoscalers.v1.autoscaling", "web"],
+    );
+    let annotations = &v1["metadata"]["annotations"];
+    let metrics: Value = serde_json::from_str(
+        annotations["autoscaling.alpha.kubernetes.io/metrics"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no metrics annotation: {v1}")),
+    )
+    .unwrap();
+    assert_eq!(
+        metrics,
+        json!([{"type": "Resource", "resource": {"name": "memory", "targetAverageValue": "100Mi"}}])
+    );
+    let mut edited = v1.clone();
+    edited["spec"]["maxReplicas"] = json!(4);
+    let file = s.write_file("hpa.json", &edited.to_string());
+    s.kubectl_ok(&["replace", "-f", file.to_str().unwrap()]);
+    let v2 = get_json(
+        &s,
+        &["get", "horizontalpodautoscalers.v2.autoscaling", "web"],
+    );
+    assert_eq!(v2["spec"]["maxReplicas"], 4);
+    assert_eq!(
+        v2["spec"]["metrics"].as_array().map(Vec::len),
+        Some(2),
+        "{v2}"
+    );
+    assert_eq!(
+        v2["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"],
+        30
+    );
+    assert!(v2["metadata"].get("annotations").is_none(), "{v2}");
+    // `kubectl get hpa` lists it once, in the preferred version.
+    let names = s.kubectl_ok(&["get", "hpa", "-o", "name"]);
+    assert_eq!(names.trim(), "horizontalpodautoscaler.autoscaling/web");
+}
