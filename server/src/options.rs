@@ -615,7 +615,7 @@ pub struct ServerRunOptions {
     /// 1Mi). The watch caches hold every object already, so it speeds up writes and the
     /// reads that reach the store (exact and past reads); a larger one holds more of the
     /// store's pages in memory. Unused with --etcd-servers. Not a kube-apiserver flag.
-    #[arg(long = "storage-cache-size", default_value = "16Mi", value_parser = crate::storage::parse_cache_size, help_heading = sections::MISC, value_name = "quantity")]
+    #[arg(long = "storage-cache-size", default_value = "64Mi", value_parser = crate::storage::parse_cache_size, help_heading = sections::MISC, value_name = "quantity")]
     pub storage_cache_size: usize,
 
     /// How many changes the embedded store keeps in memory for watches and paginated

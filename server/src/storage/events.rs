@@ -146,13 +146,7 @@ impl EventLog {
                 oldest: inner.floor + 1,
             });
         }
-        let missed = inner
-            .events
-            .iter()
-            .filter(|e| e.revision > after && e.key.starts_with(prefix))
-            .cloned()
-            .collect();
-        Ok((missed, inner.latest))
+        Ok((inner.after(prefix, after), inner.latest))
     }
 
     /// A watch of `prefix` from after revision `after`.
@@ -168,12 +162,7 @@ impl EventLog {
                 oldest: inner.floor + 1,
             });
         }
-        let backlog: Vec<Arc<StoredEvent>> = inner
-            .events
-            .iter()
-            .filter(|e| e.revision > after && e.key.starts_with(prefix))
-            .cloned()
-            .collect();
+        let backlog = inner.after(prefix, after);
         // Subscribe while holding the lock so nothing falls between backlog and live events.
         let mut live = self.tx.subscribe();
         // How far the store is now: changes elsewhere in the backlog move the watch on too,
@@ -234,6 +223,18 @@ impl EventLog {
 }
 
 impl Inner {
+    /// The history's events under `prefix` after revision `after`, found from where
+    /// `after` falls (revisions rise along the history) rather than by a scan of it all:
+    /// a watcher catching up holds the lock the committer publishes under.
+    fn after(&self, prefix: &str, after: u64) -> Vec<Arc<StoredEvent>> {
+        let start = self.events.partition_point(|e| e.revision <= after);
+        self.events
+            .range(start..)
+            .filter(|e| e.key.starts_with(prefix))
+            .cloned()
+            .collect()
+    }
+
     /// The value the history's event at `revision` wrote to `key`, if that event is still
     /// in the history (revisions rise along it, so a binary search finds it).
     fn value_written_at(&self, key: &str, revision: u64) -> Option<Bytes> {
