@@ -490,7 +490,10 @@ async fn server_side_apply_writes_the_part_subresources() {
         r.text
     );
     let csr = get_json(&s, &["csr", "carol"]);
-    assert_eq!(csr["status"]["conditions"][0]["message"], "by apply", "{csr}");
+    assert_eq!(
+        csr["status"]["conditions"][0]["message"], "by apply",
+        "{csr}"
+    );
 }
 
 /// A CSR whose body claims to come from someone else.
