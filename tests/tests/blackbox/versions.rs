@@ -64,7 +64,7 @@ async fn a_gear_written_as_v1_is_read_written_and_watched_as_v1_and_v2() {
     assert_eq!(raw["spec"]["diameter"], 40);
 
     // Tables carry each version's columns; the short name is the preferred version's.
-    let (header, row) = table(&s, &["get", "gr", "g"]);
+    let (header, row) = table(&s, &["get", "ge", "g"]);
     assert_eq!(header, ["NAME", "TEETH", "DIAMETER", "MATERIAL", "AGE"]);
     assert_eq!(row[..4], ["g", "12", "40", "steel"]);
     let (header, row) = table(&s, &["get", "gears.v1.example.dev", "g"]);
