@@ -357,11 +357,16 @@ async fn continue_pages_are_a_snapshot_of_the_first_page() {
 /// `--storage-history-size` bounds the changes the embedded store remembers: a continue
 /// token whose snapshot more changes have passed gets 410 Expired in kube-apiserver's
 /// words for a compacted snapshot, where a server keeping more serves the same walk.
+/// Always on the embedded store (the flag is its own; etcd's compaction decides there).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_continue_token_older_than_the_storage_history_gets_410_expired() {
     for (history, expires) in [(100, true), (10_000, false)] {
         let flag = format!("--storage-history-size={history}");
-        let s = TestServer::start_with_flags(&[apiserver_tests::WITHOUT_ROOT_CA_PUBLISHER, &flag]);
+        let dir = tempfile::TempDir::with_prefix("apiserver-test-history-").unwrap();
+        let s = TestServer::start_in_with_flags(
+            dir.path(),
+            &[apiserver_tests::WITHOUT_ROOT_CA_PUBLISHER, &flag],
+        );
         let c = s.client().await;
         let cms: Api<ConfigMap> = Api::default_namespaced(c.clone());
         for i in 0..3 {
