@@ -2,7 +2,8 @@
 //! fields renamed by the definitions' conversion), each checked as upstream checks a
 //! write in that group: core/v1 by the lax legacy rules, events.k8s.io/v1 by those
 //! and, at creation, the rules of new Events (a time, a reporting controller and
-//! instance, an action, a reason, no deprecated fields).
+//! instance, an action, a reason, no deprecated fields), at update, that only
+//! `series` and metadata change.
 //!
 //! Upstream validates its internal form and names fields as that form does
 //! (`involvedObject.namespace`, `message`), except the reporting controller, named as
@@ -115,8 +116,8 @@ fn legacy_causes(obj: &Value, f: &Fields) -> Vec<StatusCause> {
     causes
 }
 
-/// Upstream's rules of a new events.k8s.io/v1 Event, beyond the legacy ones.
-fn new_event_causes(obj: &Value) -> Vec<StatusCause> {
+/// Upstream's checks of an events.k8s.io/v1 Event's `series`, when it has one.
+fn series_causes(obj: &Value) -> Vec<StatusCause> {
     let mut causes = Vec::new();
     let series = &obj["series"];
     if series.is_object() {
@@ -131,6 +132,78 @@ fn new_event_causes(obj: &Value) -> Vec<StatusCause> {
             causes.push(StatusCause::required("series.lastObservedTime", ""));
         }
     }
+    causes
+}
+
+/// A value as Go's equality of a struct field sees it: null, `""`, `0`, `false`, and
+/// empty lists and objects are all the zero value (absent).
+fn zeroless(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let kept: serde_json::Map<String, Value> = m
+                .iter()
+                .map(|(k, v)| (k.clone(), zeroless(v)))
+                .filter(|(_, v)| !v.is_null())
+                .collect();
+            if kept.is_empty() {
+                Value::Null
+            } else {
+                Value::Object(kept)
+            }
+        }
+        Value::Array(a) if a.is_empty() => Value::Null,
+        Value::Array(a) => Value::Array(a.iter().map(zeroless).collect()),
+        Value::String(s) if s.is_empty() => Value::Null,
+        Value::Number(n) if n.as_f64() == Some(0.0) => Value::Null,
+        Value::Bool(false) => Value::Null,
+        other => other.clone(),
+    }
+}
+
+/// The fields an events.k8s.io/v1 update may not change (this version's name, and the
+/// path upstream reports, its internal one): all but metadata and `series`.
+const IMMUTABLE: &[(&str, &str)] = &[
+    ("regarding", "involvedObject"),
+    ("reason", "reason"),
+    ("note", "message"),
+    ("deprecatedSource", "source"),
+    ("deprecatedFirstTimestamp", "firstTimestamp"),
+    ("deprecatedLastTimestamp", "lastTimestamp"),
+    ("deprecatedCount", "count"),
+    ("type", "type"),
+    ("eventTime", "eventTime"),
+    ("action", "action"),
+    ("related", "related"),
+    ("reportingController", "reportingController"),
+    ("reportingInstance", "reportingInstance"),
+];
+
+/// Upstream's rules of an events.k8s.io/v1 update: a changed series is checked, and
+/// the rest may not change (an Event that happens again is a new series entry).
+fn update_causes(new: &Value, old: &Value) -> Vec<StatusCause> {
+    let mut causes = Vec::new();
+    if zeroless(&new["series"]) != zeroless(&old["series"]) {
+        causes.extend(series_causes(new));
+    }
+    for (field, path) in IMMUTABLE {
+        if zeroless(&new[*field]) != zeroless(&old[*field]) {
+            let shown = match &new[*field] {
+                Value::Null => Value::String(String::new()),
+                v => v.clone(),
+            };
+            causes.push(StatusCause::invalid_value(
+                path,
+                &shown,
+                "field is immutable",
+            ));
+        }
+    }
+    causes
+}
+
+/// Upstream's rules of a new events.k8s.io/v1 Event, beyond the legacy ones.
+fn new_event_causes(obj: &Value) -> Vec<StatusCause> {
+    let mut causes = series_causes(obj);
     if !set(obj, "eventTime") {
         causes.push(StatusCause::required("eventTime", ""));
     }
@@ -192,6 +265,10 @@ impl Strategy for EventsV1Strategy {
     fn validate_create(&self, obj: &Value) -> Vec<StatusCause> {
         new_event_causes(obj)
     }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<StatusCause> {
+        update_causes(new, old)
+    }
 }
 
 #[cfg(test)]
@@ -241,6 +318,25 @@ mod tests {
         assert_eq!(
             fields(&EventStrategy.validate(&core)),
             ["reportingComponent", "reportingComponent"]
+        );
+    }
+
+    #[test]
+    fn an_update_through_events_v1_changes_only_the_series() {
+        let old = json!({"metadata": {"name": "e"}, "note": "n", "regarding": {"name": "p"}, "deprecatedCount": 0});
+        // Absent, empty and zero are the same value.
+        let same = json!({"metadata": {"name": "e", "labels": {"a": "b"}}, "note": "n", "regarding": {"name": "p", "uid": ""}, "related": {},
+                          "series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:00.000000Z"}});
+        assert!(update_causes(&same, &old).is_empty());
+        let changed = json!({"metadata": {"name": "e"}, "note": "other", "regarding": {"name": "p"}, "series": {"count": 1}});
+        let got = update_causes(&changed, &old);
+        assert_eq!(
+            fields(&got),
+            ["series.count", "series.lastObservedTime", "message"]
+        );
+        assert_eq!(
+            got[2].message,
+            "Invalid value: \"other\": field is immutable"
         );
     }
 

@@ -160,9 +160,33 @@ async fn an_event_written_in_either_group_is_one_object_in_both() {
         }
         other => panic!("expected ADDED, got {other:?}"),
     }
+    // events.k8s.io/v1 keeps what happened fixed, as upstream: a changed note is
+    // refused (named as upstream names it), a new series entry is taken.
     let mut edited = read.clone();
     edited.note = Some("Image pulled again".into());
-    edited.deprecated_count = Some(4);
+    let refused = modern
+        .replace("web.1", &PostParams::default(), &edited)
+        .await
+        .expect_err("the note may not change");
+    match refused {
+        kube::Error::Api(status) => {
+            assert_eq!(status.code, 422, "{status:?}");
+            assert!(
+                status
+                    .message
+                    .contains("message: Invalid value: \"Image pulled again\": field is immutable"),
+                "{status:?}"
+            );
+        }
+        other => panic!("expected a 422, got {other:?}"),
+    }
+    let mut edited = read.clone();
+    edited.series = Some(
+        serde_json::from_value(
+            json!({"count": 2, "lastObservedTime": "2026-01-01T00:06:00.000000Z"}),
+        )
+        .unwrap(),
+    );
     let replaced = modern
         .replace("web.1", &PostParams::default(), &edited)
         .await
@@ -170,18 +194,30 @@ async fn an_event_written_in_either_group_is_one_object_in_both() {
     match next_change(&mut core_watch).await {
         WatchEvent::Modified(e) => {
             assert_eq!(e.metadata.name.as_deref(), Some("web.1"));
-            assert_eq!(e.message.as_deref(), Some("Image pulled again"));
-            assert_eq!(e.count, Some(4));
+            assert_eq!(e.series.as_ref().and_then(|s| s.count), Some(2));
+            assert_eq!(e.message.as_deref(), Some("Image pulled"));
         }
         other => panic!("expected MODIFIED, got {other:?}"),
     }
     let after = get_json(&s, &["get", "events", "web.1"]);
-    assert_eq!(after["message"], "Image pulled again");
+    assert_eq!(after["series"]["count"], 2, "{after}");
+    assert_eq!(after["count"], 3, "{after}");
     assert_eq!(after["source"]["host"], "node-1", "{after}");
     assert_eq!(
         after["metadata"]["resourceVersion"].as_str(),
         replaced.metadata.resource_version.as_deref()
     );
+    // core/v1 stays lax: kubectl may change the message there.
+    s.kubectl_ok(&[
+        "patch",
+        "event",
+        "web.1",
+        "--type=merge",
+        "-p",
+        r#"{"message":"Image pulled twice"}"#,
+    ]);
+    let reread = modern.get("web.1").await.unwrap();
+    assert_eq!(reread.note.as_deref(), Some("Image pulled twice"));
 
     // Deleted through events.k8s.io/v1, gone from core.
     modern.delete("web.1", &Default::default()).await.unwrap();
