@@ -319,6 +319,28 @@ fn a_version_of_another_group_names_the_storage_version_it_shares() {
     let members = &families[&(String::new(), "Note".to_string())];
     assert_eq!(members.len(), 2, "one family across both groups");
 
+    // The Rust form says the same with `stored_as`.
+    let rust = SourceFile {
+        path: "api-defs/note.rs".into(),
+        text: r#"
+use apiserver_macros::Resource;
+/// A note.
+#[derive(Resource, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[resource(group = "notes.example.dev", version = "v1", kind = "Note",
+           conversion(stored_as = "v1", rename(from = ".note", to = ".message")))]
+pub struct Note {
+    pub note: Option<String>,
+}
+"#
+        .into(),
+    };
+    let defs = codegen::load_definitions(&[core.clone(), rust]).unwrap_or_else(|d| panic!("{d}"));
+    let converted = defs
+        .iter()
+        .find(|d| d.group == "notes.example.dev")
+        .unwrap();
+    assert_eq!(codegen::versions::family_group(converted), "");
+
     let wrong = yaml("notes.example.dev", &stored_as("apps/v1"), "note");
     let err = codegen::load_definitions(&[core.clone(), wrong])
         .expect_err("apps/v1 is not the storage version")
