@@ -44,7 +44,7 @@ pub const RESOURCE_KEYS: &[&str] = &[
     "storage",
     "conversion",
 ];
-const CONVERSION_KEYS: &[&str] = &["rename", "move", "default", "preserve", "hook"];
+const CONVERSION_KEYS: &[&str] = &["rename", "move", "default", "preserve", "hook", "stored_as"];
 const MAPPING_KEYS: &[&str] = &["from", "to"];
 const DEFAULT_KEYS: &[&str] = &["path", "value"];
 const SCALE_KEYS: &[&str] = &[
@@ -518,7 +518,7 @@ fn parse_printcolumn(meta: &Meta, errors: &mut Vec<AttrError>) -> Option<Printer
 }
 
 /// `conversion(rename(from = .., to = ..), move(..), default(path = .., value = ..),
-/// preserve = [..], hook = "..")`.
+/// preserve = [..], hook = "..", stored_as = "v1")`.
 fn parse_conversion(meta: &Meta, errors: &mut Vec<AttrError>) -> Option<Conversion> {
     let MetaValue::List(tokens) = &meta.value else {
         errors.push(
@@ -607,6 +607,7 @@ fn parse_conversion(meta: &Meta, errors: &mut Vec<AttrError>) -> Option<Conversi
                     location: None,
                 })),
             "hook" => set_str(&mut out.hook, &item, errors),
+            "stored_as" => set_str(&mut out.stored_as, &item, errors),
             _ => errors.push(unknown_key(
                 &key,
                 item.span(),

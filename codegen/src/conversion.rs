@@ -190,6 +190,7 @@ mod tests {
             ],
             hook: None,
             hook_location: None,
+            stored_as: None,
         }
     }
 

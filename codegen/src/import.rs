@@ -46,6 +46,7 @@ const KIND_KEYS: &[&str] = &[
     "omitSubresources",
     "storage",
     "conversion",
+    "requiredOnCreate",
 ];
 
 /// Keys of upstream schemas that are documentation or that our model has no use for.
@@ -152,6 +153,11 @@ struct Entry {
     storage: bool,
     /// The `conversion:` rules of a version that is not the storage version, as written.
     conversion: Option<Value>,
+    /// Top-level fields upstream's OpenAPI says are required but its validation
+    /// requires of new objects only (the kind's strategy checks them at creation):
+    /// left out of the schema's `required`, so an update of an object written
+    /// without them (through another group) is not refused.
+    required_on_create: Vec<String>,
     /// `protobuf: false`: import without field numbers (JSON and YAML only), for kinds
     /// whose messages embed another message, which the protobuf codec cannot map yet.
     protobuf: bool,
@@ -364,6 +370,7 @@ fn parse_selection(file: &str, text: &str, diags: &mut Diagnostics) -> Option<Se
                 .and_then(|n| n.as_scalar())
                 .is_some_and(|s| s.as_str() == "true"),
             conversion: m.get_node("conversion").map(crate::load::yaml::to_json),
+            required_on_create: list_of("requiredOnCreate", diags),
             protobuf: match m
                 .get_node("protobuf")
                 .map(|n| (n, n.as_scalar().map(|s| s.as_str())))
@@ -735,7 +742,16 @@ impl Importer<'_> {
             .with_help(format!("one of {}, or leave it out", STRATEGIES.join(", "))));
         }
 
-        let schema = self.kind_schema(&doc_file, &component, Some(&e.description))?;
+        let mut schema = self.kind_schema(&doc_file, &component, Some(&e.description))?;
+        if let Some(m) = schema.as_mapping_mut() {
+            let required = m.get_mut("required").and_then(|r| r.as_sequence_mut());
+            if let Some(list) = required {
+                list.retain(|f| !e.required_on_create.iter().any(|o| f.as_str() == Some(o)));
+                if list.is_empty() {
+                    m.remove("required");
+                }
+            }
+        }
         let mut subresources = serde_yaml::Mapping::new();
         let mut create_only = Vec::new();
         let mut parts = Vec::new();

@@ -17,6 +17,8 @@ pub const STRATEGIES: &[&str] = &[
     "CronJob",
     "CustomResourceDefinition",
     "Deployment",
+    "Event",
+    "EventsV1",
     "Job",
     "Namespace",
     "PersistentVolumeClaim",
@@ -152,6 +154,11 @@ pub struct Conversion {
     /// A hand-written conversion for the rest (one of [`CONVERSION_HOOKS`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hook: Option<String>,
+    /// The `apiVersion` of the storage version when it is in another group (`v1` for
+    /// events.k8s.io/v1 Event, stored as core/v1 Event): this version joins that
+    /// group's family and shares its objects, as upstream's cohabiting resources do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored_as: Option<String>,
     /// Where `hook` was given, for diagnostics.
     #[serde(skip)]
     pub hook_location: Option<Location>,
@@ -167,6 +174,12 @@ impl Conversion {
             group
         };
         format!("{group}/{storage_version}-fields")
+    }
+
+    /// The group of `stored_as`, when given (`""` for `v1`, `apps` for `apps/v1`).
+    pub fn stored_as_group(&self) -> Option<&str> {
+        let api_version = self.stored_as.as_deref()?;
+        Some(api_version.rsplit_once('/').map_or("", |(g, _)| g))
     }
 }
 

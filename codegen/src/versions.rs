@@ -9,11 +9,21 @@ use crate::diagnostics::{Code, Diagnostic, Diagnostics, Location};
 use crate::model::{Conversion, ResourceDef, Schema, CONVERSION_HOOKS};
 use crate::validate::KeyLocations;
 
-/// The definitions of each (group, kind) defined more than once, in definition order.
+/// The group whose family `d` belongs to: the group of its `conversion.storedAs`
+/// when it names one (a version stored in another group), else its own.
+pub fn family_group(d: &ResourceDef) -> &str {
+    d.conversion
+        .as_ref()
+        .and_then(Conversion::stored_as_group)
+        .unwrap_or(&d.group)
+}
+
+/// The definitions of each family, by (storage group, kind), defined more than once,
+/// in definition order.
 pub fn families(defs: &[ResourceDef]) -> BTreeMap<(String, String), Vec<&ResourceDef>> {
     let mut out: BTreeMap<(String, String), Vec<&ResourceDef>> = BTreeMap::new();
     for d in defs.iter().filter(|d| !d.create_only) {
-        out.entry((d.group.clone(), d.kind.clone()))
+        out.entry((family_group(d).to_string(), d.kind.clone()))
             .or_default()
             .push(d);
     }
@@ -21,7 +31,7 @@ pub fn families(defs: &[ResourceDef]) -> BTreeMap<(String, String), Vec<&Resourc
     out
 }
 
-/// Whether `a` and `b` are versions of one kind (so may share short names).
+/// Whether `a` and `b` are versions of one kind in one group (so may share short names).
 pub fn same_family(a: &ResourceDef, b: &ResourceDef) -> bool {
     a.group == b.group && a.kind == b.kind && a.plural == b.plural && !a.create_only
 }
@@ -38,7 +48,7 @@ pub fn validate(defs: &[ResourceDef], keys: &KeyLocations, diags: &mut Diagnosti
         if let Some(c) = &d.conversion {
             check_hook(c, &key_at(d, "conversion"), diags);
         }
-        let in_family = families.contains_key(&(d.group.clone(), d.kind.clone()));
+        let in_family = families.contains_key(&(family_group(d).to_string(), d.kind.clone()));
         if !in_family && d.conversion.is_some() {
             diags.push(
                 Diagnostic::new(
@@ -99,6 +109,7 @@ pub fn validate(defs: &[ResourceDef], keys: &KeyLocations, diags: &mut Diagnosti
             }
         };
         for d in members.iter().filter(|d| !d.storage) {
+            check_stored_as(d, hub, &key_at(d, "conversion"), diags);
             check_identity(d, hub, &key_at, diags);
             check_conversion(d, hub, &key_at(d, "conversion"), diags);
         }
@@ -116,6 +127,36 @@ pub fn validate(defs: &[ResourceDef], keys: &KeyLocations, diags: &mut Diagnosti
             );
         }
     }
+}
+
+/// A version of another group names the storage version's `apiVersion` in `storedAs`,
+/// and one of the storage version's group names none or its own.
+fn check_stored_as(d: &ResourceDef, hub: &ResourceDef, at: &Location, diags: &mut Diagnostics) {
+    let stored_as = d.conversion.as_ref().and_then(|c| c.stored_as.as_deref());
+    let fine = match stored_as {
+        Some(api_version) => api_version == hub.api_version(),
+        None => d.group == hub.group,
+    };
+    if fine {
+        return;
+    }
+    diags.push(
+        Diagnostic::new(
+            Code::StorageVersion,
+            at.clone(),
+            format!(
+                "`{}` {} is stored as `{}`, but `storedAs` says {}",
+                d.api_version(),
+                d.kind,
+                hub.api_version(),
+                stored_as.map_or("nothing".to_string(), |s| format!("`{s}`"))
+            ),
+        )
+        .with_help(format!(
+            "name the storage version's apiVersion: `storedAs: {}`",
+            hub.api_version()
+        )),
+    );
 }
 
 /// The hook must be one the server has.
@@ -169,7 +210,13 @@ fn check_identity(
         ),
         ("builtin", d.builtin.to_string(), hub.builtin.to_string()),
     ];
+    // Short names and categories name a group's resources: a version in another group
+    // (sharing storage) has its own.
+    let other_group = d.group != hub.group;
     for (key, here, there) in checks {
+        if other_group && matches!(key, "shortNames" | "categories") {
+            continue;
+        }
         if here != there {
             diags.push(
                 Diagnostic::new(

@@ -295,3 +295,71 @@ pub struct GearSpec {{
         "{unmapped}"
     );
 }
+
+/// A version stored in another group names the storage version's `apiVersion` in
+/// `conversion.storedAs` (events.k8s.io/v1 Event stored as core/v1 Event): it joins that
+/// family, may have its own short names, and a wrong or missing `storedAs` is `E0020`.
+#[test]
+fn a_version_of_another_group_names_the_storage_version_it_shares() {
+    let yaml = |group: &str, extra: &str, field: &str| {
+        SourceFile {
+        path: format!("api-defs/{}.yaml", if group.is_empty() { "core" } else { group }),
+        text: format!(
+            "group: \"{group}\"\nversion: v1\nkind: Note\nscope: Namespaced\n{extra}schema:\n  type: object\n  properties:\n    {field}: {{type: string}}\n"
+        ),
+    }
+    };
+    let core = yaml("", "storage: true\nshortNames: [nt]\n", "message");
+    let stored_as = |api_version: &str| {
+        format!("conversion:\n  storedAs: {api_version}\n  renames: {{.note: .message}}\n")
+    };
+    let other = yaml("notes.example.dev", &stored_as("v1"), "note");
+    let defs = codegen::load_definitions(&[core.clone(), other]).unwrap_or_else(|d| panic!("{d}"));
+    let families = codegen::versions::families(&defs);
+    let members = &families[&(String::new(), "Note".to_string())];
+    assert_eq!(members.len(), 2, "one family across both groups");
+
+    // The Rust form says the same with `stored_as`.
+    let rust = SourceFile {
+        path: "api-defs/note.rs".into(),
+        text: r#"
+use apiserver_macros::Resource;
+/// A note.
+#[derive(Resource, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[resource(group = "notes.example.dev", version = "v1", kind = "Note",
+           conversion(stored_as = "v1", rename(from = ".note", to = ".message")))]
+pub struct Note {
+    pub note: Option<String>,
+}
+"#
+        .into(),
+    };
+    let defs = codegen::load_definitions(&[core.clone(), rust]).unwrap_or_else(|d| panic!("{d}"));
+    let converted = defs
+        .iter()
+        .find(|d| d.group == "notes.example.dev")
+        .unwrap();
+    assert_eq!(codegen::versions::family_group(converted), "");
+
+    let wrong = yaml("notes.example.dev", &stored_as("apps/v1"), "note");
+    let err = codegen::load_definitions(&[core.clone(), wrong])
+        .expect_err("apps/v1 is not the storage version")
+        .to_string();
+    assert!(err.contains("error[E0020]"), "{err}");
+    let same_group = yaml("", &stored_as("v2"), "note")
+        .text
+        .replace("version: v1", "version: v2");
+    let err = codegen::load_definitions(&[
+        core,
+        SourceFile {
+            path: "api-defs/core-v2.yaml".into(),
+            text: same_group,
+        },
+    ])
+    .expect_err("v2 is not the storage version")
+    .to_string();
+    assert!(
+        err.contains("is stored as `v1`, but `storedAs` says `v2`"),
+        "{err}"
+    );
+}

@@ -202,6 +202,15 @@ impl ApiResource {
         api_version.rsplit_once('/').map_or(api_version, |(_, v)| v)
     }
 
+    /// The group and resource objects are stored under: this entry's own, or for a
+    /// version stored in another group (events.k8s.io/v1 Event), the storage version's.
+    pub fn storage_resource(&self) -> (&str, &str) {
+        match &self.versions {
+            Some(f) => f.storage_resource(),
+            None => (&self.def.group, &self.def.plural),
+        }
+    }
+
     /// Whether stored objects may be in another version than this entry serves (and so
     /// cannot be served from their stored bytes).
     pub fn converts(&self) -> bool {
@@ -287,22 +296,25 @@ fn has_field_numbers(schema: &serde_json::Value) -> bool {
 }
 
 /// Gives the versions of each compiled-in kind defined more than once their family, so
-/// they convert to and from its storage version.
+/// they convert to and from its storage version (a family may span groups: codegen's
+/// `storedAs`).
 fn join_families(entries: &mut [ApiResource]) -> Result<(), String> {
     let defs: Vec<ResourceDef> = entries.iter().map(|e| e.def.clone()).collect();
     for ((group, kind), members) in codegen::versions::families(&defs) {
+        let of_family = |e: &ApiResource| {
+            codegen::versions::family_group(&e.def) == group
+                && e.def.kind == kind
+                && !e.def.create_only
+        };
         let schemas = entries
             .iter()
-            .filter(|e| e.def.group == group && e.def.kind == kind && !e.def.create_only)
+            .filter(|e| of_family(e))
             .map(|e| (e.api_version().to_string(), e.schema.clone()))
             .collect();
         let family = crate::registry::versions::Family::new(&members, schemas)
             .map_err(|e| format!("the compiled-in catalog does not load: {e}"))?;
         let family = Arc::new(family);
-        for e in entries
-            .iter_mut()
-            .filter(|e| e.def.group == group && e.def.kind == kind && !e.def.create_only)
-        {
+        for e in entries.iter_mut().filter(|e| of_family(e)) {
             e.versions = Some(family.clone());
         }
     }
@@ -602,24 +614,37 @@ impl Catalog {
     }
 
     /// The resources equivalent to `res` (upstream's equivalent resource mapper): the
-    /// other served versions of the same stored objects, which are a CRD's versions.
+    /// other served versions of the same stored objects (a CRD's versions, a
+    /// compiled-in family's, in any group).
     pub fn equivalents(&self, res: &ApiResource) -> Vec<Arc<ApiResource>> {
         if !res.converts() {
             return Vec::new();
         }
         let index = self.snapshot();
-        let Some(versions) = index.by_resource.get(&res.def.group) else {
-            return Vec::new();
-        };
-        let mut found: Vec<Arc<ApiResource>> = versions
+        let mut found: Vec<Arc<ApiResource>> = index
+            .all
             .iter()
-            .filter(|(version, _)| **version != res.def.version)
-            .filter_map(|(_, plurals)| plurals.get(&res.def.plural))
-            .filter(|e| e.converts() && e.storage_api_version() == res.storage_api_version())
+            .filter(|e| e.api_version() != res.api_version() || e.def.plural != res.def.plural)
+            .filter(|e| match (&e.versions, &res.versions) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => {
+                    e.def.group == res.def.group
+                        && e.def.plural == res.def.plural
+                        && e.converts()
+                        && e.storage_api_version() == res.storage_api_version()
+                }
+                _ => false,
+            })
             .cloned()
             .collect();
-        // In Kubernetes' version priority (v2 before v1beta1), as discovery lists them.
-        found.sort_by(|a, b| crate::discovery::compare_versions(&a.def.version, &b.def.version));
+        // The request's group first, then in Kubernetes' version priority (v2 before
+        // v1beta1), as discovery lists them.
+        found.sort_by(|a, b| {
+            (a.def.group != res.def.group)
+                .cmp(&(b.def.group != res.def.group))
+                .then_with(|| a.def.group.cmp(&b.def.group))
+                .then_with(|| crate::discovery::compare_versions(&a.def.version, &b.def.version))
+        });
         found
     }
 }

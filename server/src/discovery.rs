@@ -245,8 +245,10 @@ fn legacy_entries(r: &ApiResource) -> Vec<Value> {
     }
     // Only what is stored has a storage version (the reviews have none, as upstream).
     if r.stored() {
+        // The storage version's group too: events.k8s.io Events hash core/v1 Event,
+        // as upstream's do.
         main["storageVersionHash"] = json!(storage_version_hash(
-            &r.def.group,
+            r.storage_resource().0,
             r.storage_version(),
             &r.def.kind
         ));
@@ -707,5 +709,7 @@ mod tests {
         assert_eq!(storage_version_hash("", "v1", "ConfigMap"), "qFsyl6wFWjQ=");
         assert_eq!(storage_version_hash("", "v1", "Secret"), "S6u1pOWzb84=");
         assert_eq!(storage_version_hash("", "v1", "Namespace"), "Q3oi5N2YM8M=");
+        // Both Event kinds (events.k8s.io/v1 is stored as core/v1).
+        assert_eq!(storage_version_hash("", "v1", "Event"), "r2yiGXH7wu8=");
     }
 }

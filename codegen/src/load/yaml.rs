@@ -34,7 +34,9 @@ const TOP_KEYS: &[&str] = &[
     "storage",
     "conversion",
 ];
-const CONVERSION_KEYS: &[&str] = &["renames", "moves", "defaults", "preserve", "hook"];
+const CONVERSION_KEYS: &[&str] = &[
+    "renames", "moves", "defaults", "preserve", "hook", "storedAs",
+];
 const SCHEMA_KEYS: &[&str] = &[
     "type",
     "format",
@@ -856,7 +858,7 @@ impl Cx<'_> {
     }
 
     /// `conversion:`: `renames` and `moves` (`{.from: .to}`), `defaults` (`{.path:
-    /// value}`), `preserve` (`[.path]`) and `hook`.
+    /// value}`), `preserve` (`[.path]`), `hook` and `storedAs` (an `apiVersion`).
     fn conversion(&self, node: &Node, diags: &mut Diagnostics) -> Conversion {
         let mut out = Conversion::default();
         let Some(map) = self.mapping(node, "`conversion`", diags) else {
@@ -923,6 +925,9 @@ impl Cx<'_> {
         if let Some(n) = map.get_node("hook") {
             out.hook = self.string(n, "hook", diags);
             out.hook_location = Some(self.loc(n.span()));
+        }
+        if let Some(n) = map.get_node("storedAs") {
+            out.stored_as = self.string(n, "storedAs", diags);
         }
         out
     }

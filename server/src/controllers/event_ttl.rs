@@ -1,8 +1,9 @@
 //! Events TTL (`--event-ttl`): core/v1 and events.k8s.io/v1 Events are deleted once that
 //! long has passed since their last write, as kube-apiserver's etcd leases expire them.
 //!
-//! One task follows both kinds' watch caches (stored bytes, nothing decoded but the
-//! timestamps of objects found at start-up) and keeps a deadline per write in a heap; a
+//! Both kinds are one stored resource (events.k8s.io/v1 is stored as core/v1), so one
+//! task follows its watch cache once (stored bytes, nothing decoded but the timestamps
+//! of objects found at start-up) and keeps a deadline per write in a heap; a
 //! tick deletes at most [`PER_TICK`] expired Events, each on the condition that it was
 //! not written again since (its resourceVersion), so a rewritten Event lives on.
 
@@ -77,9 +78,12 @@ impl Deadlines {
 
 /// Runs the expiry until `scope` stops (nothing for kinds that are not served).
 pub fn spawn(catalog: &Catalog, store: Store, ttl: Duration, scope: &Scope) {
+    // Each stored resource once: kinds that share storage expire an Event once.
+    let mut prefixes = std::collections::HashSet::new();
     let kinds: Vec<Arc<ApiResource>> = EVENT_KINDS
         .iter()
         .filter_map(|(g, v, p)| catalog.get(g, v, p))
+        .filter(|res| prefixes.insert(Store::prefix(res, None)))
         .collect();
     let deadlines = Arc::new(Mutex::new(Deadlines::default()));
     for (index, res) in kinds.iter().enumerate() {

@@ -31,7 +31,7 @@ pub fn decode(res: &ApiResource, kv: &KeyValue) -> Result<Value, ApiError> {
     }
     if let Some(family) = &res.versions {
         // A compiled-in kind's versions convert here, in step (no webhook to wait for).
-        return family.convert(obj, &res.def.version);
+        return family.convert(obj, res.api_version());
     }
     Ok(obj)
 }
@@ -133,7 +133,7 @@ pub async fn convert_to(to: &ApiResource, obj: Value) -> Result<Value, ApiError>
         return Ok(obj);
     }
     if let Some(family) = &to.versions {
-        return family.convert(obj, &to.def.version);
+        return family.convert(obj, to.api_version());
     }
     match to.conversion_webhook() {
         Some(webhook) => Ok(webhook
@@ -169,7 +169,7 @@ async fn to_storage(res: &ApiResource, obj: Value) -> Result<Value, ApiError> {
 pub async fn stored_bytes(res: &ApiResource, obj: &Value) -> Result<Bytes, ApiError> {
     if let Some(family) = &res.versions {
         let stored =
-            family.convert_from(obj.clone(), &res.def.version, family.storage_version())?;
+            family.convert_from(obj.clone(), res.api_version(), family.storage_api_version())?;
         return Ok(encode(res, &stored));
     }
     match res.conversion_webhook() {

@@ -187,10 +187,10 @@ fn seen_in(
     include_status: bool,
 ) -> Option<(BTreeSet<Path>, BTreeSet<Path>)> {
     let family = res.versions.as_ref()?;
-    let (version, schema) = family.version_of(api_version)?;
+    let schema = family.schema_of(api_version)?;
     let view = |obj: &Value| {
         let converted = family
-            .convert_from(obj.clone(), &res.def.version, version)
+            .convert_from(obj.clone(), res.api_version(), api_version)
             .ok()?;
         Some(field_set(&converted, schema, include_status, false))
     };

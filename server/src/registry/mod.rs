@@ -11,6 +11,7 @@ pub mod codec;
 pub mod component_status;
 pub mod config_data;
 pub mod conversion_hooks;
+pub mod events;
 pub mod eviction;
 pub mod feed;
 pub mod go_json;

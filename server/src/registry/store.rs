@@ -314,17 +314,20 @@ impl Store {
         Some(cacher.clone())
     }
 
-    /// The storage of `res`'s objects.
+    /// The storage of `res`'s objects (its storage resource's: events.k8s.io Events are
+    /// encrypted as core `events`, as upstream's cohabiting resources are).
     fn raw_storage(&self, res: &ApiResource) -> &Arc<dyn Storage> {
-        self.storages.of(&res.def.group, &res.def.plural)
+        let (group, resource) = res.storage_resource();
+        self.storages.of(group, resource)
     }
 
     /// The storage of `res`'s objects, each call timed (`etcd_request_duration_seconds`).
     pub(super) fn storage<'a>(&'a self, res: &'a ApiResource) -> Metered<'a> {
+        let (group, resource) = res.storage_resource();
         Metered {
             storage: self.raw_storage(res),
-            group: &res.def.group,
-            resource: &res.def.plural,
+            group,
+            resource,
         }
     }
 
@@ -449,10 +452,10 @@ impl Store {
 
     /// The storage key prefix of `res`'s objects (in `namespace`, when given).
     pub fn prefix(res: &ApiResource, namespace: Option<&str>) -> String {
-        let base = if res.def.group.is_empty() {
-            format!("/registry/{}/", res.def.plural)
-        } else {
-            format!("/registry/{}/{}/", res.def.group, res.def.plural)
+        // Versions stored in another group (events.k8s.io Events) share its keys.
+        let base = match res.storage_resource() {
+            ("", plural) => format!("/registry/{plural}/"),
+            (group, plural) => format!("/registry/{group}/{plural}/"),
         };
         match namespace {
             Some(ns) => format!("{base}{ns}/"),

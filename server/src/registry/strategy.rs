@@ -418,6 +418,8 @@ pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy,
         }
         Some("Job") => &super::workloads::JobStrategy,
         Some("ConfigMap") => &ConfigMapStrategy,
+        Some("Event") => &super::events::EventStrategy,
+        Some("EventsV1") => &super::events::EventsV1Strategy,
         Some("ComponentStatus") => &super::component_status::ComponentStatusStrategy,
         Some("Namespace") => &NamespaceStrategy,
         Some("CustomResourceDefinition") => &CustomResourceDefinitionStrategy,

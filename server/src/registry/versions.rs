@@ -12,15 +12,18 @@ use super::conversion_hooks::{self, Hook};
 use crate::api::ApiError;
 
 /// The versions of one compiled-in kind and how each converts to the storage version.
+/// Versions are named by `apiVersion`: a family may span groups (events.k8s.io/v1 Event
+/// is stored as core/v1 Event).
 #[derive(Debug)]
 pub struct Family {
-    group: String,
     kind: String,
-    storage_version: String,
     storage_api_version: String,
+    /// The storage version's group and resource: where every version's objects live.
+    storage_group: String,
+    storage_plural: String,
     /// The annotation that keeps storage-version fields a version cannot hold.
     annotation: String,
-    /// Every served version but the storage version: its rules and hook.
+    /// Every served version but the storage version, by `apiVersion`: its rules and hook.
     versions: BTreeMap<String, (Conversion, Option<Hook>)>,
     /// Every version's schema (JSON), by `apiVersion`: what a managedFields entry
     /// recorded in another version is read with.
@@ -28,8 +31,8 @@ pub struct Family {
 }
 
 impl Family {
-    /// The family of `members` (the definitions of one group and kind, one of them
-    /// `storage: true`, as codegen checked); an error names a hook the server lacks.
+    /// The family of `members` (the definitions of one kind stored together, one of
+    /// them `storage: true`, as codegen checked); an error names a hook the server lacks.
     pub fn new(
         members: &[&ResourceDef],
         schemas: BTreeMap<String, Value>,
@@ -46,45 +49,31 @@ impl Family {
                 .as_deref()
                 .map(conversion_hooks::named)
                 .transpose()?;
-            versions.insert(d.version.clone(), (rules, hook));
+            versions.insert(d.api_version(), (rules, hook));
         }
         Ok(Family {
-            group: hub.group.clone(),
             kind: hub.kind.clone(),
-            storage_version: hub.version.clone(),
             storage_api_version: hub.api_version(),
+            storage_group: hub.group.clone(),
+            storage_plural: hub.plural.clone(),
             annotation: Conversion::annotation(&hub.group, &hub.version),
             versions,
             schemas,
         })
     }
 
-    /// The version objects are stored in.
-    pub fn storage_version(&self) -> &str {
-        &self.storage_version
-    }
-
-    fn api_version(&self, version: &str) -> String {
-        if self.group.is_empty() {
-            version.to_string()
-        } else {
-            format!("{}/{version}", self.group)
-        }
-    }
-
-    /// The served versions other than the storage version, and whether a hook converts
-    /// each (then only what the hook keeps survives a trip from the storage version).
+    /// The served versions other than the storage version (by `apiVersion`), and
+    /// whether a hook converts each (then only what the hook keeps survives a trip from
+    /// the storage version).
     pub fn other_versions(&self) -> impl Iterator<Item = (&str, bool)> {
         self.versions
             .iter()
             .map(|(v, (_, hook))| (v.as_str(), hook.is_some()))
     }
 
-    /// The version an `apiVersion` of this family names, and its schema.
-    pub fn version_of(&self, api_version: &str) -> Option<(&str, &Value)> {
-        let (key, schema) = self.schemas.get_key_value(api_version)?;
-        let version = key.rsplit_once('/').map_or(key.as_str(), |(_, v)| v);
-        Some((version, schema))
+    /// The schema of a version of this family, by `apiVersion`.
+    pub fn schema_of(&self, api_version: &str) -> Option<&Value> {
+        self.schemas.get(api_version)
     }
 
     /// `apiVersion` of stored objects.
@@ -92,45 +81,40 @@ impl Family {
         &self.storage_api_version
     }
 
-    /// `obj` (in any version of the family, as its `apiVersion` says) in `version`,
-    /// through the storage version. A version the family does not serve is a 400 (a
-    /// client wrote it); a hook's refusal is its own error.
-    pub fn convert(&self, obj: Value, version: &str) -> Result<Value, ApiError> {
-        let from = match obj["apiVersion"].as_str() {
-            Some(v) => match v.strip_prefix(&format!("{}/", self.group)) {
-                Some(version) if !self.group.is_empty() => version.to_string(),
-                _ => v.to_string(),
-            },
-            None => self.storage_version.clone(),
-        };
-        self.convert_from(obj, &from, version)
+    /// The group and resource (plural) every version's objects are stored under.
+    pub fn storage_resource(&self) -> (&str, &str) {
+        (&self.storage_group, &self.storage_plural)
     }
 
-    /// `obj`, in version `from`, in `version` (see [`Family::convert`]).
-    pub fn convert_from(
-        &self,
-        mut obj: Value,
-        from: &str,
-        version: &str,
-    ) -> Result<Value, ApiError> {
-        if from == version {
+    /// `obj` (in any version of the family, as its `apiVersion` says) in the version
+    /// `api_version`, through the storage version. A version the family does not serve
+    /// is a 400 (a client wrote it); a hook's refusal is its own error.
+    pub fn convert(&self, obj: Value, api_version: &str) -> Result<Value, ApiError> {
+        let from = obj["apiVersion"]
+            .as_str()
+            .unwrap_or(&self.storage_api_version)
+            .to_string();
+        self.convert_from(obj, &from, api_version)
+    }
+
+    /// `obj`, in version `from`, in version `to` (both `apiVersion`s; see
+    /// [`Family::convert`]).
+    pub fn convert_from(&self, mut obj: Value, from: &str, to: &str) -> Result<Value, ApiError> {
+        if from == to {
             return Ok(obj);
         }
-        if from != self.storage_version {
+        if from != self.storage_api_version {
             let (rules, hook) = self.versions.get(from).ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "{} {} is not served in version {from:?}",
-                    self.group, self.kind
-                ))
+                ApiError::bad_request(format!("{} is not served in version {from:?}", self.kind))
             })?;
             codegen::conversion::to_storage(rules, &self.annotation, &mut obj);
             if let Some(hook) = hook {
                 hook.to_storage(&mut obj)?;
             }
         }
-        if version != self.storage_version {
-            let (rules, hook) = self.versions.get(version).ok_or_else(|| {
-                ApiError::internal(format!("{} is not a version of {}", version, self.kind))
+        if to != self.storage_api_version {
+            let (rules, hook) = self.versions.get(to).ok_or_else(|| {
+                ApiError::internal(format!("{to} is not a version of {}", self.kind))
             })?;
             if let Some(hook) = hook {
                 hook.from_storage(&mut obj)?;
@@ -138,10 +122,7 @@ impl Family {
             codegen::conversion::from_storage(rules, &self.annotation, &mut obj);
         }
         if let Some(m) = obj.as_object_mut() {
-            m.insert(
-                "apiVersion".into(),
-                Value::String(self.api_version(version)),
-            );
+            m.insert("apiVersion".into(), Value::String(to.to_string()));
         }
         Ok(obj)
     }
@@ -204,7 +185,7 @@ mod tests {
             let Some(family) = &entry.versions else {
                 continue;
             };
-            let version = entry.def.version.as_str();
+            let version = entry.api_version();
             let meta = json!({ "name": "a", "namespace": "n", "labels": { "l": "1" } });
             let full = {
                 let mut o = sample(&entry.schema, 0);
@@ -216,7 +197,7 @@ mod tests {
             let empty = json!({ "apiVersion": entry.api_version(), "kind": entry.def.kind, "metadata": meta });
             // The storage version's objects through every declaratively converted
             // version and back: preserved fields ride in the annotation.
-            if version == family.storage_version() {
+            if version == family.storage_api_version() {
                 for (other, hooked) in family.other_versions() {
                     if hooked {
                         continue;
@@ -228,7 +209,7 @@ mod tests {
             }
             for obj in [full, empty] {
                 let stored = family
-                    .convert(obj.clone(), family.storage_version())
+                    .convert(obj.clone(), family.storage_api_version())
                     .unwrap();
                 assert_eq!(stored["apiVersion"], json!(family.storage_api_version()));
                 let back = family.convert(stored, version).unwrap();
@@ -236,6 +217,6 @@ mod tests {
             }
             checked += 1;
         }
-        assert!(checked >= 2, "a family has two versions at least");
+        assert!(checked >= 4, "HPA and Event have two versions at least");
     }
 }

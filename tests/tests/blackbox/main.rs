@@ -27,6 +27,7 @@ mod crd_conversion;
 mod discovery;
 mod encryption;
 mod etcd;
+mod events;
 mod garbage_collection;
 mod harness;
 mod hostile_input;
