@@ -2,11 +2,15 @@
 //! (`api-defs/examples/gear.yaml` v1, `gear-v2.yaml` v2, stored; v1's `size` is v2's
 //! `diameter`, v2's `material` rides in an annotation of v1 objects) and
 //! autoscaling/v1 HorizontalPodAutoscaler (stored as v2, converted by a hook), read,
-//! written and watched in either version through kubectl and raw requests.
+//! written and watched in either version through kubectl and raw requests; and
+//! `apiserver migrate-storage`, which rewrites objects stored in an older version in the
+//! current storage version (the stored bytes read from the backend, either backend).
 
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
-use apiserver_tests::{raw_request, TestServer};
+use apiserver_tests::objects::install_crd;
+use apiserver_tests::{raw_request, server_binary, TestServer};
 use serde_json::{json, Value};
 
 const GEARS_V1: &str = "/apis/example.dev/v1/namespaces/default/gears";
@@ -274,4 +278,246 @@ fn kubectl_autoscale_reads_back_as_autoscaling_v1_and_v2() {
     // `kubectl get hpa` lists it once, in the preferred version.
     let names = s.kubectl_ok(&["get", "hpa", "-o", "name"]);
     assert_eq!(names.trim(), "horizontalpodautoscaler.autoscaling/web");
+}
+
+/// `apiserver migrate-storage --resources <resource>` against `s`: its standard output,
+/// which must report success.
+fn migrate_storage(s: &TestServer, resource: &str) -> String {
+    let out = std::process::Command::new(server_binary())
+        .arg("migrate-storage")
+        .arg("--kubeconfig")
+        .arg(s.kubeconfig())
+        .args(["--resources", resource])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "migrate-storage {resource}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The stored objects whose keys end in `/<suffix>/<name>`, by name, decoded.
+fn stored_objects(s: &mut TestServer, suffix: &str) -> BTreeMap<String, Value> {
+    crate::stored::raw(s, "/registry/")
+        .into_iter()
+        .filter_map(|(key, value)| {
+            let (dir, name) = key.rsplit_once('/')?;
+            dir.ends_with(suffix).then(|| {
+                let obj = serde_json::from_slice(&value)
+                    .unwrap_or_else(|e| panic!("{key} is not JSON ({e})"));
+                (name.to_string(), obj)
+            })
+        })
+        .collect()
+}
+
+fn resource_version(obj: &Value) -> &str {
+    obj["metadata"]["resourceVersion"].as_str().unwrap()
+}
+
+#[test]
+fn migrate_storage_rewrites_gears_stored_as_v1_in_v2_and_leaves_the_others() {
+    let mut s = TestServer::start();
+    for (name, size) in [("old", 40), ("new", 50)] {
+        let file = s.write_file(
+            &format!("{name}.yaml"),
+            &format!("apiVersion: example.dev/v1\nkind: Gear\nmetadata:\n  name: {name}\nspec:\n  teeth: 12\n  size: {size}\n"),
+        );
+        s.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
+    }
+    // Stored in v2 today; `old` is made what a server whose storage version was v1 left:
+    // v1's apiVersion and field names.
+    let stored = stored_objects(&mut s, "/gears/default");
+    assert_eq!(stored.len(), 2, "{stored:?}");
+    let mut old = stored["old"].clone();
+    assert_eq!(old["apiVersion"], "example.dev/v2");
+    assert_eq!(
+        old["spec"],
+        json!({"teeth": 12, "diameter": 40, "material": "steel"})
+    );
+    let key = crate::stored::raw(&mut s, "/registry/")
+        .into_keys()
+        .find(|k| k.ends_with("/gears/default/old"))
+        .unwrap();
+    old["apiVersion"] = json!("example.dev/v1");
+    old["spec"] = json!({"teeth": 12, "size": 40});
+    crate::stored::overwrite(&mut s, &key, &serde_json::to_vec(&old).unwrap());
+
+    // Clients read it as before in both versions.
+    let v1_before = get_json(&s, &["get", "gears.v1.example.dev", "old"]);
+    assert_eq!(v1_before["spec"], json!({"teeth": 12, "size": 40}));
+    let v2_before = get_json(&s, &["get", "gears.v2.example.dev", "old"]);
+    assert_eq!(
+        v2_before["spec"],
+        json!({"teeth": 12, "diameter": 40, "material": "steel"})
+    );
+    let new_before = get_json(&s, &["get", "gears.v2.example.dev", "new"]);
+
+    assert_eq!(
+        migrate_storage(&s, "gears.example.dev"),
+        "gears.example.dev: 2 objects, 1 rewritten\n"
+    );
+    let after = stored_objects(&mut s, "/gears/default");
+    assert_eq!(after["old"]["apiVersion"], "example.dev/v2");
+    assert_eq!(
+        after["old"]["spec"],
+        json!({"teeth": 12, "diameter": 40, "material": "steel"})
+    );
+    assert_eq!(
+        after["new"], stored["new"],
+        "an object already in v2 is not written"
+    );
+
+    // Unchanged for clients, but for the rewritten object's resourceVersion.
+    let v1_after = get_json(&s, &["get", "gears.v1.example.dev", "old"]);
+    let v2_after = get_json(&s, &["get", "gears.v2.example.dev", "old"]);
+    assert_eq!(v1_after["spec"], v1_before["spec"]);
+    assert_eq!(v2_after["spec"], v2_before["spec"]);
+    assert_eq!(v2_after["metadata"]["uid"], v2_before["metadata"]["uid"]);
+    assert_ne!(resource_version(&v2_after), resource_version(&v2_before));
+    let new_after = get_json(&s, &["get", "gears.v2.example.dev", "new"]);
+    assert_eq!(resource_version(&new_after), resource_version(&new_before));
+
+    // Nothing is left to migrate.
+    assert_eq!(
+        migrate_storage(&s, "gears.example.dev"),
+        "gears.example.dev: 2 objects, 0 rewritten\n"
+    );
+    let again = get_json(&s, &["get", "gears.v2.example.dev", "old"]);
+    assert_eq!(resource_version(&again), resource_version(&v2_after));
+}
+
+/// A CRD served as v1 and v2 with the same schema; `STORAGE` is the stored one.
+const SPROCKETS: &str = "\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: sprockets.migrate.example.com
+spec:
+  group: migrate.example.com
+  scope: Namespaced
+  names: {plural: sprockets, singular: sprocket, kind: Sprocket}
+  versions:
+    - name: v1
+      served: true
+      storage: V1_STORED
+      schema: &schema
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec: {type: object, properties: {teeth: {type: integer}}}
+    - name: v2
+      served: true
+      storage: V2_STORED
+      schema: *schema
+";
+
+fn sprockets_crd(storage: &str) -> String {
+    SPROCKETS
+        .replace("V1_STORED", &(storage == "v1").to_string())
+        .replace("V2_STORED", &(storage == "v2").to_string())
+}
+
+#[test]
+fn migrate_storage_rewrites_a_crds_objects_after_its_storage_version_moved() {
+    let mut s = TestServer::start();
+    let crd = s.write_file("sprockets.yaml", &sprockets_crd("v1"));
+    install_crd(&s, &crd, "sprockets.migrate.example.com");
+    let sprocket = |name: &str, teeth: u32| {
+        let file = s.write_file(
+            &format!("{name}.yaml"),
+            &format!("apiVersion: migrate.example.com/v1\nkind: Sprocket\nmetadata:\n  name: {name}\nspec:\n  teeth: {teeth}\n"),
+        );
+        s.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
+    };
+    sprocket("a", 10);
+    sprocket("b", 20);
+
+    // Storage moves to v2: objects written from now on are stored in v2.
+    let moved = s.write_file("sprockets-v2.yaml", &sprockets_crd("v2"));
+    s.kubectl_ok(&["apply", "-f", moved.to_str().unwrap()]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.kubectl_ok(&[
+        "get",
+        "crd",
+        "sprockets.migrate.example.com",
+        "-o",
+        "jsonpath={.status.storedVersions}",
+    ]) != r#"["v1","v2"]"# {
+        assert!(
+            Instant::now() < deadline,
+            "storedVersions v1 and v2 within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    sprocket("c", 30);
+    let stored = stored_objects(&mut s, "/sprockets/default");
+    let versions = |objs: &BTreeMap<String, Value>| -> Vec<String> {
+        objs.values()
+            .map(|o| o["apiVersion"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        versions(&stored),
+        [
+            "migrate.example.com/v1",
+            "migrate.example.com/v1",
+            "migrate.example.com/v2"
+        ]
+    );
+    let read = |s: &TestServer, version: &str, name: &str| {
+        get_json(
+            s,
+            &[
+                "get",
+                &format!("sprockets.{version}.migrate.example.com"),
+                name,
+            ],
+        )
+    };
+    let before: Vec<Value> = ["a", "b", "c"].iter().map(|n| read(&s, "v1", n)).collect();
+
+    assert_eq!(
+        migrate_storage(&s, "sprockets.migrate.example.com"),
+        "sprockets.migrate.example.com: 3 objects, 2 rewritten\n"
+    );
+    let after = stored_objects(&mut s, "/sprockets/default");
+    assert_eq!(versions(&after), ["migrate.example.com/v2"; 3]);
+    assert_eq!(
+        after["c"], stored["c"],
+        "an object already in v2 is not written"
+    );
+    for (name, was) in ["a", "b", "c"].into_iter().zip(&before) {
+        for version in ["v1", "v2"] {
+            let now = read(&s, version, name);
+            assert_eq!(now["spec"], was["spec"], "{name} in {version}");
+            assert_eq!(
+                resource_version(&now) == resource_version(was),
+                name == "c",
+                "{name}: only objects stored in v1 are rewritten"
+            );
+        }
+    }
+    assert_eq!(
+        migrate_storage(&s, "sprockets.migrate.example.com"),
+        "sprockets.migrate.example.com: 3 objects, 0 rewritten\n"
+    );
+}
+
+#[test]
+fn migrate_storage_names_a_resource_the_server_does_not_have() {
+    let s = TestServer::start();
+    let out = std::process::Command::new(server_binary())
+        .args(["migrate-storage", "--kubeconfig"])
+        .arg(s.kubeconfig())
+        .args(["--resources", "cogs.example.dev"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: cogs.example.dev: the server doesn't have a resource type \"cogs\" in example.dev/v2\n"
+    );
 }
