@@ -1442,6 +1442,9 @@ impl Store {
         if old.is_none() {
             causes.extend(strategy.validate_create(obj));
         }
+        if let Some(family) = &res.versions {
+            causes.extend(family.preserved_causes(obj, &res.def.version));
+        }
         if causes.is_empty() {
             Ok(())
         } else {

@@ -521,3 +521,73 @@ fn migrate_storage_names_a_resource_the_server_does_not_have() {
         "error: cogs.example.dev: the server doesn't have a resource type \"cogs\" in example.dev/v2\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_malformed_preserving_annotation_is_a_422_naming_it() {
+    let s = TestServer::start();
+    let c = s.client().await;
+    let create = |name: &str, annotation: &str| {
+        let body = json!({
+            "apiVersion": "example.dev/v1",
+            "kind": "Gear",
+            "metadata": { "name": name, "annotations": { "example.dev/v2-fields": annotation } },
+            "spec": { "teeth": 12, "size": 40 },
+        });
+        let c = c.clone();
+        async move {
+            raw_request(
+                &c,
+                "POST",
+                GEARS_V1,
+                Some("application/json"),
+                body.to_string(),
+            )
+            .await
+        }
+    };
+    let field = "metadata.annotations[example.dev/v2-fields]";
+    for (name, annotation, detail) in [
+        (
+            "not-json",
+            "steel please",
+            "Invalid value: \"steel please\": must be a JSON object of the example.dev/v2 fields this version cannot hold, by path (.spec.material)",
+        ),
+        (
+            "unknown-path",
+            r#"{".spec.colour":"red"}"#,
+            ".spec.colour is not a field this version preserves (.spec.material)",
+        ),
+        (
+            "bad-value",
+            r#"{".spec.material":"gold"}"#,
+            ".spec.material: Unsupported value: \"gold\": supported values: \"steel\", \"brass\", \"nylon\"",
+        ),
+    ] {
+        let refused = create(name, annotation).await;
+        assert_eq!(refused.status, 422, "{name}: {}", refused.text);
+        assert_eq!(refused.json["reason"], "Invalid");
+        let cause = &refused.json["details"]["causes"][0];
+        assert_eq!(cause["field"], field, "{name}: {}", refused.text);
+        assert!(
+            cause["message"].as_str().unwrap().ends_with(detail),
+            "{name}: {}",
+            refused.text
+        );
+        let missing = raw_request(&c, "GET", &format!("{GEARS_V1}/{name}"), None, "").await;
+        assert_eq!(missing.status, 404, "{name} was not stored");
+    }
+    // A well-formed one is restored into v2's field, and kubectl shows the refusal.
+    let made = create("brass", r#"{".spec.material":"brass"}"#).await;
+    assert_eq!(made.status, 201, "{}", made.text);
+    let v2 = get_json(&s, &["get", "gears.v2.example.dev", "brass"]);
+    assert_eq!(v2["spec"]["material"], "brass");
+    let file = s.write_file(
+        "bad.yaml",
+        "apiVersion: example.dev/v1\nkind: Gear\nmetadata:\n  name: bad\n  annotations:\n    example.dev/v2-fields: nope\nspec:\n  teeth: 12\n",
+    );
+    let err = s.kubectl_err(&["create", "-f", file.to_str().unwrap()]);
+    assert!(
+        err.contains("metadata.annotations[example.dev/v2-fields]: Invalid value: \"nope\""),
+        "{err}"
+    );
+}
