@@ -17,6 +17,7 @@ pub const STRATEGIES: &[&str] = &[
     "CronJob",
     "CustomResourceDefinition",
     "Deployment",
+    "HorizontalPodAutoscaler",
     "Job",
     "Namespace",
     "PersistentVolumeClaim",

@@ -591,3 +591,111 @@ async fn a_malformed_preserving_annotation_is_a_422_naming_it() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_get_hpa_prints_upstreams_columns_in_both_versions() {
+    use apiserver_tests::tables::{header, row};
+    let s = TestServer::start();
+    s.kubectl_ok(&["create", "deployment", "web", "--image=nginx"]);
+    s.kubectl_ok(&[
+        "autoscale",
+        "deployment",
+        "web",
+        "--cpu-percent=50",
+        "--min=1",
+        "--max=3",
+    ]);
+    for resource in [
+        "hpa",
+        "horizontalpodautoscalers.v1.autoscaling",
+        "horizontalpodautoscalers.v2.autoscaling",
+    ] {
+        let table = s.kubectl_ok(&["get", resource]);
+        assert_eq!(
+            header(&table),
+            [
+                "NAME",
+                "REFERENCE",
+                "TARGETS",
+                "MINPODS",
+                "MAXPODS",
+                "REPLICAS",
+                "AGE"
+            ],
+            "{resource}"
+        );
+        // TARGETS is "cpu: <unknown>/50%" (two cells once split at spaces).
+        assert_eq!(
+            row(&table, "web")[..7],
+            [
+                "web",
+                "Deployment/web",
+                "cpu:",
+                "<unknown>/50%",
+                "1",
+                "3",
+                "0"
+            ],
+            "{resource}: {table}"
+        );
+    }
+
+    // Observed values, and more metrics than TARGETS lists, as Table cells.
+    s.kubectl_ok(&[
+        "patch",
+        "horizontalpodautoscalers.v2.autoscaling",
+        "web",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/spec/metrics/-","value":{"type":"Resource","resource":{"name":"memory","target":{"type":"AverageValue","averageValue":"100Mi"}}}},
+            {"op":"add","path":"/spec/metrics/-","value":{"type":"Pods","pods":{"metric":{"name":"qps"},"target":{"type":"AverageValue","averageValue":"10"}}}},
+            {"op":"remove","path":"/spec/minReplicas"}]"#,
+    ]);
+    s.kubectl_ok(&[
+        "patch",
+        "horizontalpodautoscalers.v2.autoscaling",
+        "web",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"currentReplicas":2,"desiredReplicas":2,"currentMetrics":[{"type":"Resource","resource":{"name":"cpu","current":{"averageUtilization":30}}}]}}"#,
+    ]);
+    let c = s.client().await;
+    let cells = |version: &'static str| {
+        let c = c.clone();
+        async move {
+            let path = format!(
+                "/apis/autoscaling/{version}/namespaces/default/horizontalpodautoscalers/web"
+            );
+            let request = http::Request::get(&path)
+                .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+                .body(kube::client::Body::from(Vec::new()))
+                .unwrap();
+            let answer = c.send(request).await.unwrap();
+            assert_eq!(answer.status(), 200);
+            let body = answer.into_body().collect_bytes().await.unwrap();
+            let table: Value = serde_json::from_slice(&body).unwrap();
+            let cells = table["rows"][0]["cells"]
+                .as_array()
+                .unwrap_or_else(|| panic!("not a Table: {table}"))
+                .clone();
+            cells[..6].to_vec()
+        }
+    };
+    assert_eq!(
+        cells("v2").await,
+        [
+            json!("web"),
+            json!("Deployment/web"),
+            json!("cpu: 30%/50%, memory: <unknown>/100Mi + 1 more..."),
+            json!("<unset>"),
+            json!(3),
+            json!(2),
+        ]
+    );
+    // The same through v1, whose other metrics come back from their annotations.
+    let v1 = cells("v1").await;
+    assert_eq!(v1[2].as_str().unwrap().matches(", ").count(), 1, "{v1:?}");
+    assert!(v1[2].as_str().unwrap().ends_with(" + 1 more..."), "{v1:?}");
+    assert_eq!(v1[3..], [json!("<unset>"), json!(3), json!(2)]);
+}
