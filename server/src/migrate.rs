@@ -20,6 +20,7 @@ const PAGE: usize = 500;
 #[derive(Debug, Parser)]
 #[command(
     name = "apiserver migrate-storage",
+    bin_name = "apiserver migrate-storage",
     about = "Rewrites every stored object of the named resources in their current storage \
              version, through the API of a running server."
 )]
