@@ -351,12 +351,34 @@ fn crd(root: &Path, paths: &[String]) -> std::io::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     }
+    // A kind in several versions is one CRD: named by any of its files, printed once.
+    let families = codegen::versions::families(&defs);
+    let mut printed_families = Vec::new();
     for d in &defs {
-        let named = wanted.contains(&d.location.file);
+        let family_key = (d.group.clone(), d.kind.clone());
+        let family = families.get(&family_key);
+        let named = match family {
+            Some(members) => members.iter().any(|m| wanted.contains(&m.location.file)),
+            None => wanted.contains(&d.location.file),
+        };
         if !wanted.is_empty() && !named {
             continue;
         }
-        match codegen::emit::crd::manifest(d) {
+        let manifest = match family {
+            Some(_) if printed_families.contains(&family_key) => continue,
+            Some(members) => {
+                printed_families.push(family_key);
+                codegen::emit::crd::family_manifest(members).map(|f| {
+                    if let Some(why) = &f.needs_webhook {
+                        eprintln!("warning: {}: conversion webhook needed: {why}", d.location);
+                    }
+                    codegen::emit::crd::family_yaml(&f)
+                })
+            }
+            None => codegen::emit::crd::manifest(d)
+                .map(|m| serde_yaml::to_string(&m).expect("JSON values always serialize")),
+        };
+        match manifest {
             Ok(m) => docs.push(m),
             // Asked for by name: say why not; otherwise built-in kinds are skipped.
             Err(why) if named => {
@@ -366,8 +388,7 @@ fn crd(root: &Path, paths: &[String]) -> std::io::Result<ExitCode> {
             Err(_) => {}
         }
     }
-    for m in docs {
-        let yaml = serde_yaml::to_string(&m).expect("JSON values always serialize");
+    for yaml in docs {
         print!("---\n{yaml}");
     }
     Ok(ExitCode::SUCCESS)

@@ -19,6 +19,7 @@ pub const STRATEGIES: &[&str] = &[
     "Deployment",
     "Event",
     "EventsV1",
+    "HorizontalPodAutoscaler",
     "Job",
     "Namespace",
     "PersistentVolumeClaim",
@@ -165,6 +166,16 @@ pub struct Conversion {
 }
 
 impl Conversion {
+    /// Whether the version maps onto the storage version field for field, with no rule
+    /// and no hook.
+    pub fn is_identity(&self) -> bool {
+        self.renames.is_empty()
+            && self.moves.is_empty()
+            && self.defaults.is_empty()
+            && self.preserve.is_empty()
+            && self.hook.is_none()
+    }
+
     /// The annotation that keeps preserved fields: `<group>/<storage version>-fields`
     /// (`example.dev/v2-fields`); `conversion.k8s.io/...` for the core group.
     pub fn annotation(group: &str, storage_version: &str) -> String {

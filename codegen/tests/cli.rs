@@ -149,12 +149,33 @@ fn crd_prints_the_manifest_of_a_custom_definition_and_refuses_built_in_ones() {
         assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
     }
     assert_eq!(stdout.matches("\n---\n").count() + 1, 1, "one document");
-    // Every custom definition when none is named: Gadget and Widget.
+    // Every custom definition when none is named: Gadget, Gear (once) and Widget.
     let all = String::from_utf8_lossy(&crd(&[]).stdout).into_owned();
     assert_eq!(
         all.matches("kind: CustomResourceDefinition").count(),
-        2,
+        3,
         "{all}"
+    );
+    // Either file of a kind in two versions gives its one CRD, with both versions, and
+    // a warning that its conversion needs a webhook.
+    let gear = crd(&["api-defs/examples/gear.yaml"]);
+    assert!(gear.status.success());
+    let stdout = String::from_utf8_lossy(&gear.stdout);
+    assert_eq!(stdout.matches("kind: CustomResourceDefinition").count(), 1);
+    for want in [
+        "name: gears.example.dev",
+        "  - name: v1\n    served: true\n    storage: false\n",
+        "  - name: v2\n    served: true\n    storage: true\n",
+        "    strategy: Webhook\n",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+    assert!(
+        String::from_utf8_lossy(&gear.stderr).contains(
+            "warning: api-defs/examples/gear.yaml:6:7: conversion webhook needed: example.dev Gear converts to its storage version v2 by rules (in v1)"
+        ),
+        "{}",
+        String::from_utf8_lossy(&gear.stderr)
     );
     let builtin = crd(&["api-defs/core/v1/secret.yaml"]);
     assert!(!builtin.status.success());

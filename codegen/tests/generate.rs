@@ -88,6 +88,50 @@ fn valid_fixtures_generate_the_snapshotted_files() {
     }
 }
 
+/// A kind in several versions exports one CRD with every version, the storage one
+/// marked; conversion `None` when the versions hold the same fields, else `Webhook`
+/// with a comment saying why.
+#[test]
+fn a_kind_in_several_versions_exports_one_crd_with_every_version() {
+    let files = generate(&sources("families")).unwrap_or_else(|d| panic!("{d}"));
+    let crds: Vec<_> = files.iter().filter(|f| f.path.contains("/crds/")).collect();
+    let names: Vec<&str> = crds.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "server/src/generated/crds/cranks.families.example.com.yaml",
+            "server/src/generated/crds/levers.families.example.com.yaml",
+        ]
+    );
+    for f in &crds {
+        let snap = dir().join("snapshots/families").join(
+            f.path
+                .trim_start_matches("server/src/generated/crds/")
+                .to_string()
+                + ".snap",
+        );
+        check_snapshot(&snap, &f.contents);
+    }
+    let crank: serde_yaml::Value = serde_yaml::from_str(&crds[0].contents).unwrap();
+    assert_eq!(crank["spec"]["conversion"]["strategy"], "Webhook");
+    assert!(crds[0].contents.contains("# Conversion webhook needed: families.example.com Crank converts to its storage version v1 by rules (in v1beta1)"));
+    let lever: serde_yaml::Value = serde_yaml::from_str(&crds[1].contents).unwrap();
+    assert!(
+        lever["spec"].get("conversion").is_none(),
+        "None is the default"
+    );
+    let stored: Vec<(&str, bool)> = lever["spec"]["versions"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|v| (v["name"].as_str().unwrap(), v["storage"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(stored, [("v1", false), ("v2", true)]);
+    let mut reversed = sources("families");
+    reversed.reverse();
+    assert_eq!(generate(&reversed).unwrap(), files);
+}
+
 #[test]
 fn output_does_not_depend_on_input_order() {
     let mut reversed = sources("valid");

@@ -24,6 +24,7 @@ pub mod filters;
 pub mod generated;
 pub mod logging;
 pub mod metrics;
+pub mod migrate;
 pub mod openapi;
 pub mod openapi_v2_pb;
 pub mod options;

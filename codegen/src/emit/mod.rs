@@ -70,7 +70,9 @@ pub fn exports(defs: &[ResourceDef]) -> Vec<GeneratedFile> {
         })
         .collect();
     // A kind that is not stored has no CRD; built-in kinds are not custom resources.
-    for d in defs.iter().filter(|d| !d.create_only) {
+    let families = crate::versions::families(defs);
+    let in_family = |d: &ResourceDef| families.contains_key(&(d.group.clone(), d.kind.clone()));
+    for d in defs.iter().filter(|d| !d.create_only && !in_family(d)) {
         let Ok(manifest) = crd::manifest(d) else {
             continue;
         };
@@ -83,6 +85,20 @@ pub fn exports(defs: &[ResourceDef]) -> Vec<GeneratedFile> {
             contents: format!("# {}\n{yaml}", header(&[d])),
         });
     }
+    // A kind in several versions: one CRD with them all, named as the CRD is.
+    for members in families.values() {
+        let Ok(family) = crd::family_manifest(members) else {
+            continue;
+        };
+        files.push(GeneratedFile {
+            path: format!(
+                "{GENERATED_DIR}/{CRD_DIR}/{}.yaml",
+                family.crd["metadata"]["name"].as_str().unwrap_or_default()
+            ),
+            contents: format!("# {}\n{}", header(members), crd::family_yaml(&family)),
+        });
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
     files
 }
 

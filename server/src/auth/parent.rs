@@ -92,6 +92,12 @@ impl Parent {
         self.call(hyper::Method::GET, path, None).await
     }
 
+    /// PUTs `body` to `path` and reads the JSON answer.
+    pub async fn put(&self, path: &str, body: &Value) -> Result<Value, ParentError> {
+        self.call(hyper::Method::PUT, path, Some(body.to_string()))
+            .await
+    }
+
     /// POSTs `body` (JSON) to `path` within `timeout`; any 2xx is success, whatever the
     /// answer's body.
     pub async fn post_expecting_success(

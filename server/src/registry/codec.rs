@@ -36,6 +36,25 @@ pub fn decode(res: &ApiResource, kv: &KeyValue) -> Result<Value, ApiError> {
     Ok(obj)
 }
 
+/// Whether `kv` holds an object of `res` stored in another version than the current
+/// storage version (written before the storage version changed). A write re-encodes it
+/// even when the object is unchanged, as upstream's storage writes whenever the encoded
+/// bytes differ from the stored ones: that is how a migration rewrites it.
+pub fn in_older_version(res: &ApiResource, kv: &KeyValue) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(rename = "apiVersion", borrow)]
+        api_version: Option<std::borrow::Cow<'a, str>>,
+    }
+    if !res.converts() {
+        return false;
+    }
+    serde_json::from_slice::<Head>(&kv.value)
+        .ok()
+        .and_then(|h| h.api_version)
+        .is_some_and(|v| v != res.storage_api_version())
+}
+
 /// The stored form: in the storage version, no resourceVersion (it is the storage
 /// revision), and kind, apiVersion and metadata first so lists can be served from the
 /// bytes.

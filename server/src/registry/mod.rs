@@ -3,6 +3,7 @@
 //! [`schema`].
 
 pub mod apply;
+pub mod autoscalers;
 pub mod cacher;
 pub mod cel;
 pub mod certificates;

@@ -22,7 +22,9 @@ use crate::catalog::ApiResource;
 use crate::storage::{KeyValue, ListPage, Metered, ResourceStorages, Storage, StorageError};
 
 use super::cacher::Cacher;
-use super::codec::{decode, json_bytes, served, served_one, stored_bytes, with_rv};
+use super::codec::{
+    decode, in_older_version, json_bytes, served, served_one, stored_bytes, with_rv,
+};
 use super::propagation::finalizers_after_delete;
 use super::service_claims::{AddressClaims, ServiceKinds};
 use super::services::{IpRange, PortRange, ServiceAllocator};
@@ -979,7 +981,7 @@ impl Store {
             name,
             old,
             kv.mod_revision,
-            kv.stale,
+            kv.stale || in_older_version(res, &kv),
             obj,
             target,
             ctx,
@@ -1023,7 +1025,7 @@ impl Store {
                     name,
                     old,
                     kv.mod_revision,
-                    kv.stale,
+                    kv.stale || in_older_version(res, &kv),
                     new,
                     target,
                     ctx,
@@ -1214,8 +1216,10 @@ impl Store {
             }
             if obj == old && !stale {
                 // Nothing changed: no write, same resourceVersion. A stale read (an older
-                // encryption key or provider) is rewritten anyway, so that replacing every
-                // object re-encrypts it with the current key.
+                // encryption key or provider, or an object stored in a version that is no
+                // longer the storage version) is rewritten anyway, so that replacing every
+                // object re-encrypts it with the current key and re-encodes it in the
+                // current storage version (`apiserver migrate-storage`).
                 return Ok(old);
             }
             // A graceful deletion's object waits for its grace period too (upstream leaves
@@ -1440,6 +1444,9 @@ impl Store {
         causes.extend(strategy.validate(obj));
         if old.is_none() {
             causes.extend(strategy.validate_create(obj));
+        }
+        if let Some(family) = &res.versions {
+            causes.extend(family.preserved_causes(obj, res.api_version()));
         }
         if causes.is_empty() {
             Ok(())

@@ -434,6 +434,7 @@ pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy,
         // Built-in kinds whose metadata.generation counts spec changes, as upstream's
         // strategies for them keep it (PodDisruptionBudget, HPA, Ingress, NetworkPolicy).
         Some("SpecGeneration") => &DefaultStrategy,
+        Some("HorizontalPodAutoscaler") => &super::autoscalers::HorizontalPodAutoscalerStrategy,
         Some(other) => return Err(format!("the server has no strategy named {other:?}")),
         None if builtin => &PlainCoreStrategy,
         None => &DefaultStrategy,

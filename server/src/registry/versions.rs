@@ -9,7 +9,7 @@ use codegen::model::{Conversion, ResourceDef};
 use serde_json::Value;
 
 use super::conversion_hooks::{self, Hook};
-use crate::api::ApiError;
+use crate::api::{ApiError, StatusCause};
 
 /// The versions of one compiled-in kind and how each converts to the storage version.
 /// Versions are named by `apiVersion`: a family may span groups (events.k8s.io/v1 Event
@@ -84,6 +84,72 @@ impl Family {
     /// The group and resource (plural) every version's objects are stored under.
     pub fn storage_resource(&self) -> (&str, &str) {
         (&self.storage_group, &self.storage_plural)
+    }
+
+    /// What is wrong with the preserving annotation of `obj`, written in `api_version`: a
+    /// value that is not a JSON object, a path the version does not preserve, or a value
+    /// the storage version's schema refuses at its path. Each is a cause at the
+    /// annotation (the client wrote it; restoring it as it is would store what the
+    /// storage version never validated). Reads of stored objects stay lenient.
+    pub fn preserved_causes(&self, obj: &Value, api_version: &str) -> Vec<StatusCause> {
+        let Some((rules, _)) = self.versions.get(api_version) else {
+            return Vec::new();
+        };
+        if rules.preserve.is_empty() {
+            return Vec::new();
+        }
+        let Some(text) = obj
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(&self.annotation))
+            .and_then(Value::as_str)
+        else {
+            return Vec::new();
+        };
+        let field = format!("metadata.annotations[{}]", self.annotation);
+        let preserved: Vec<&str> = rules.preserve.iter().map(|p| p.path.as_str()).collect();
+        let Ok(kept) = serde_json::from_str::<serde_json::Map<String, Value>>(text) else {
+            let detail = format!(
+                "must be a JSON object of the {} fields this version cannot hold, by path ({})",
+                self.storage_api_version,
+                preserved.join(", ")
+            );
+            return vec![StatusCause::invalid(&field, text, &detail)];
+        };
+        let mut causes: Vec<StatusCause> = kept
+            .keys()
+            .filter(|k| !preserved.contains(&k.as_str()))
+            .map(|k| {
+                let detail = format!(
+                    "{k} is not a field this version preserves ({})",
+                    preserved.join(", ")
+                );
+                StatusCause::invalid(&field, text, &detail)
+            })
+            .collect();
+        if !causes.is_empty() {
+            return causes;
+        }
+        // The restored values, checked where the storage version holds them.
+        let Some(schema) = self.schemas.get(&self.storage_api_version) else {
+            return causes;
+        };
+        let Ok(stored) = self.convert_from(obj.clone(), api_version, &self.storage_api_version) else {
+            return causes;
+        };
+        for c in super::schema::validate(&stored, schema) {
+            let at = format!(".{}", c.field);
+            let restored = kept.keys().any(|k| {
+                at == *k || at.starts_with(&format!("{k}.")) || at.starts_with(&format!("{k}["))
+            });
+            if restored {
+                causes.push(StatusCause::invalid(
+                    &field,
+                    text,
+                    &format!("{at}: {}", c.message),
+                ));
+            }
+        }
+        causes
     }
 
     /// `obj` (in any version of the family, as its `apiVersion` says) in the version

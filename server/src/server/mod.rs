@@ -46,6 +46,11 @@ impl ApiState {
 /// Runs the server until it is stopped; the binary's whole `main`. Flag errors exit 1,
 /// as kube-apiserver's do; so does a second SIGTERM/SIGINT during graceful shutdown.
 pub fn run() -> ExitCode {
+    // `apiserver migrate-storage ...` is a client of a running server, not a server.
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("migrate-storage") {
+        return crate::migrate::run(&args[1..]);
+    }
     // 1. Resource registration: the compiled-in definitions become catalog entries.
     let catalog = match Catalog::from_definitions(generated::CATALOG) {
         Ok(c) => Arc::new(c),

@@ -9,8 +9,7 @@
 //! whose file is also searched byte by byte for what must never reach it.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use apiserver_tests::{free_port, server_binary, Backend, TestServer};
@@ -105,15 +104,7 @@ impl Encrypted {
 
     /// The values stored under `prefix`, as the backend holds them.
     fn raw(&mut self, prefix: &str) -> BTreeMap<String, Vec<u8>> {
-        match self.server.backend() {
-            Backend::Etcd => etcd_range(&self.server.etcd().endpoint(), prefix),
-            Backend::Embedded => {
-                self.server.stop();
-                let values = embedded_range(&self.server.data_dir().join("store.redb"), prefix);
-                self.server.restart();
-                values
-            }
-        }
+        crate::stored::raw(&mut self.server, prefix)
     }
 
     /// Asserts `text` (and its base64 form) appears nowhere in storage: in the embedded
@@ -146,65 +137,6 @@ fn starts_with(value: &[u8], prefix: &str) -> bool {
 
 fn show(value: &[u8]) -> String {
     String::from_utf8_lossy(&value[..value.len().min(60)]).into_owned()
-}
-
-/// Keys and values under `prefix` in a stopped server's embedded store, read with the
-/// store's own code.
-fn embedded_range(path: &Path, prefix: &str) -> BTreeMap<String, Vec<u8>> {
-    use apiserver::storage::Storage;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let store = apiserver::storage::embedded::EmbeddedStorage::open(path)
-            .unwrap_or_else(|e| panic!("opening {}: {e}", path.display()));
-        let page = store.list(prefix, None, 0).await.unwrap();
-        page.items
-            .into_iter()
-            .map(|kv| (kv.key, kv.value.to_vec()))
-            .collect()
-    })
-}
-
-/// Keys and values under `prefix` on etcd, read through etcd's JSON gateway
-/// (`POST /v3/kv/range`) over plain HTTP/1.0, so no etcd client is needed.
-fn etcd_range(endpoint: &str, prefix: &str) -> BTreeMap<String, Vec<u8>> {
-    let std = base64::engine::general_purpose::STANDARD;
-    let mut end = prefix.as_bytes().to_vec();
-    *end.last_mut().unwrap() += 1;
-    let body =
-        serde_json::json!({ "key": std.encode(prefix), "range_end": std.encode(&end) }).to_string();
-    let addr = endpoint
-        .strip_prefix("http://")
-        .unwrap_or_else(|| panic!("a plain-HTTP etcd endpoint, not {endpoint}"));
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    write!(
-        stream,
-        "POST /v3/kv/range HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let (head, json) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
-    assert!(
-        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
-        "{answer}"
-    );
-    let json: serde_json::Value = serde_json::from_str(json).unwrap();
-    json["kvs"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|kv| {
-            let field = |f: &str| std.decode(kv[f].as_str().unwrap_or_default()).unwrap();
-            (String::from_utf8(field("key")).unwrap(), field("value"))
-        })
-        .collect()
 }
 
 #[test]

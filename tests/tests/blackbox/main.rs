@@ -52,6 +52,7 @@ mod service_accounts;
 mod services;
 mod serving_limits;
 mod shutdown;
+mod stored;
 mod typed_client;
 mod versions;
 mod watch;

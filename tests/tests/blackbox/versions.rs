@@ -2,11 +2,15 @@
 //! (`api-defs/examples/gear.yaml` v1, `gear-v2.yaml` v2, stored; v1's `size` is v2's
 //! `diameter`, v2's `material` rides in an annotation of v1 objects) and
 //! autoscaling/v1 HorizontalPodAutoscaler (stored as v2, converted by a hook), read,
-//! written and watched in either version through kubectl and raw requests.
+//! written and watched in either version through kubectl and raw requests; and
+//! `apiserver migrate-storage`, which rewrites objects stored in an older version in the
+//! current storage version (the stored bytes read from the backend, either backend).
 
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
-use apiserver_tests::{raw_request, TestServer};
+use apiserver_tests::objects::install_crd;
+use apiserver_tests::{raw_request, server_binary, TestServer};
 use serde_json::{json, Value};
 
 const GEARS_V1: &str = "/apis/example.dev/v1/namespaces/default/gears";
@@ -274,4 +278,424 @@ fn kubectl_autoscale_reads_back_as_autoscaling_v1_and_v2() {
     // `kubectl get hpa` lists it once, in the preferred version.
     let names = s.kubectl_ok(&["get", "hpa", "-o", "name"]);
     assert_eq!(names.trim(), "horizontalpodautoscaler.autoscaling/web");
+}
+
+/// `apiserver migrate-storage --resources <resource>` against `s`: its standard output,
+/// which must report success.
+fn migrate_storage(s: &TestServer, resource: &str) -> String {
+    let out = std::process::Command::new(server_binary())
+        .arg("migrate-storage")
+        .arg("--kubeconfig")
+        .arg(s.kubeconfig())
+        .args(["--resources", resource])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "migrate-storage {resource}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The stored objects whose keys end in `/<suffix>/<name>`, by name, decoded.
+fn stored_objects(s: &mut TestServer, suffix: &str) -> BTreeMap<String, Value> {
+    crate::stored::raw(s, "/registry/")
+        .into_iter()
+        .filter_map(|(key, value)| {
+            let (dir, name) = key.rsplit_once('/')?;
+            dir.ends_with(suffix).then(|| {
+                let obj = serde_json::from_slice(&value)
+                    .unwrap_or_else(|e| panic!("{key} is not JSON ({e})"));
+                (name.to_string(), obj)
+            })
+        })
+        .collect()
+}
+
+fn resource_version(obj: &Value) -> &str {
+    obj["metadata"]["resourceVersion"].as_str().unwrap()
+}
+
+#[test]
+fn migrate_storage_rewrites_gears_stored_as_v1_in_v2_and_leaves_the_others() {
+    let mut s = TestServer::start();
+    for (name, size) in [("old", 40), ("new", 50)] {
+        let file = s.write_file(
+            &format!("{name}.yaml"),
+            &format!("apiVersion: example.dev/v1\nkind: Gear\nmetadata:\n  name: {name}\nspec:\n  teeth: 12\n  size: {size}\n"),
+        );
+        s.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
+    }
+    // Stored in v2 today; `old` is made what a server whose storage version was v1 left:
+    // v1's apiVersion and field names.
+    let stored = stored_objects(&mut s, "/gears/default");
+    assert_eq!(stored.len(), 2, "{stored:?}");
+    let mut old = stored["old"].clone();
+    assert_eq!(old["apiVersion"], "example.dev/v2");
+    assert_eq!(
+        old["spec"],
+        json!({"teeth": 12, "diameter": 40, "material": "steel"})
+    );
+    let key = crate::stored::raw(&mut s, "/registry/")
+        .into_keys()
+        .find(|k| k.ends_with("/gears/default/old"))
+        .unwrap();
+    old["apiVersion"] = json!("example.dev/v1");
+    old["spec"] = json!({"teeth": 12, "size": 40});
+    crate::stored::overwrite(&mut s, &key, &serde_json::to_vec(&old).unwrap());
+
+    // Clients read it as before in both versions.
+    let v1_before = get_json(&s, &["get", "gears.v1.example.dev", "old"]);
+    assert_eq!(v1_before["spec"], json!({"teeth": 12, "size": 40}));
+    let v2_before = get_json(&s, &["get", "gears.v2.example.dev", "old"]);
+    assert_eq!(
+        v2_before["spec"],
+        json!({"teeth": 12, "diameter": 40, "material": "steel"})
+    );
+    let new_before = get_json(&s, &["get", "gears.v2.example.dev", "new"]);
+
+    assert_eq!(
+        migrate_storage(&s, "gears.example.dev"),
+        "gears.example.dev: 2 objects, 1 rewritten\n"
+    );
+    let after = stored_objects(&mut s, "/gears/default");
+    assert_eq!(after["old"]["apiVersion"], "example.dev/v2");
+    assert_eq!(
+        after["old"]["spec"],
+        json!({"teeth": 12, "diameter": 40, "material": "steel"})
+    );
+    assert_eq!(
+        after["new"], stored["new"],
+        "an object already in v2 is not written"
+    );
+
+    // Unchanged for clients, but for the rewritten object's resourceVersion.
+    let v1_after = get_json(&s, &["get", "gears.v1.example.dev", "old"]);
+    let v2_after = get_json(&s, &["get", "gears.v2.example.dev", "old"]);
+    assert_eq!(v1_after["spec"], v1_before["spec"]);
+    assert_eq!(v2_after["spec"], v2_before["spec"]);
+    assert_eq!(v2_after["metadata"]["uid"], v2_before["metadata"]["uid"]);
+    assert_ne!(resource_version(&v2_after), resource_version(&v2_before));
+    let new_after = get_json(&s, &["get", "gears.v2.example.dev", "new"]);
+    assert_eq!(resource_version(&new_after), resource_version(&new_before));
+
+    // Nothing is left to migrate.
+    assert_eq!(
+        migrate_storage(&s, "gears.example.dev"),
+        "gears.example.dev: 2 objects, 0 rewritten\n"
+    );
+    let again = get_json(&s, &["get", "gears.v2.example.dev", "old"]);
+    assert_eq!(resource_version(&again), resource_version(&v2_after));
+}
+
+/// A CRD served as v1 and v2 with the same schema; `STORAGE` is the stored one.
+const SPROCKETS: &str = "\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: sprockets.migrate.example.com
+spec:
+  group: migrate.example.com
+  scope: Namespaced
+  names: {plural: sprockets, singular: sprocket, kind: Sprocket}
+  versions:
+    - name: v1
+      served: true
+      storage: V1_STORED
+      schema: &schema
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec: {type: object, properties: {teeth: {type: integer}}}
+    - name: v2
+      served: true
+      storage: V2_STORED
+      schema: *schema
+";
+
+fn sprockets_crd(storage: &str) -> String {
+    SPROCKETS
+        .replace("V1_STORED", &(storage == "v1").to_string())
+        .replace("V2_STORED", &(storage == "v2").to_string())
+}
+
+#[test]
+fn migrate_storage_rewrites_a_crds_objects_after_its_storage_version_moved() {
+    let mut s = TestServer::start();
+    let crd = s.write_file("sprockets.yaml", &sprockets_crd("v1"));
+    install_crd(&s, &crd, "sprockets.migrate.example.com");
+    let sprocket = |name: &str, teeth: u32| {
+        let file = s.write_file(
+            &format!("{name}.yaml"),
+            &format!("apiVersion: migrate.example.com/v1\nkind: Sprocket\nmetadata:\n  name: {name}\nspec:\n  teeth: {teeth}\n"),
+        );
+        s.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
+    };
+    sprocket("a", 10);
+    sprocket("b", 20);
+
+    // Storage moves to v2: objects written from now on are stored in v2.
+    let moved = s.write_file("sprockets-v2.yaml", &sprockets_crd("v2"));
+    s.kubectl_ok(&["apply", "-f", moved.to_str().unwrap()]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.kubectl_ok(&[
+        "get",
+        "crd",
+        "sprockets.migrate.example.com",
+        "-o",
+        "jsonpath={.status.storedVersions}",
+    ]) != r#"["v1","v2"]"# {
+        assert!(
+            Instant::now() < deadline,
+            "storedVersions v1 and v2 within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    sprocket("c", 30);
+    let stored = stored_objects(&mut s, "/sprockets/default");
+    let versions = |objs: &BTreeMap<String, Value>| -> Vec<String> {
+        objs.values()
+            .map(|o| o["apiVersion"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        versions(&stored),
+        [
+            "migrate.example.com/v1",
+            "migrate.example.com/v1",
+            "migrate.example.com/v2"
+        ]
+    );
+    let read = |s: &TestServer, version: &str, name: &str| {
+        get_json(
+            s,
+            &[
+                "get",
+                &format!("sprockets.{version}.migrate.example.com"),
+                name,
+            ],
+        )
+    };
+    let before: Vec<Value> = ["a", "b", "c"].iter().map(|n| read(&s, "v1", n)).collect();
+
+    assert_eq!(
+        migrate_storage(&s, "sprockets.migrate.example.com"),
+        "sprockets.migrate.example.com: 3 objects, 2 rewritten\n"
+    );
+    let after = stored_objects(&mut s, "/sprockets/default");
+    assert_eq!(versions(&after), ["migrate.example.com/v2"; 3]);
+    assert_eq!(
+        after["c"], stored["c"],
+        "an object already in v2 is not written"
+    );
+    for (name, was) in ["a", "b", "c"].into_iter().zip(&before) {
+        for version in ["v1", "v2"] {
+            let now = read(&s, version, name);
+            assert_eq!(now["spec"], was["spec"], "{name} in {version}");
+            assert_eq!(
+                resource_version(&now) == resource_version(was),
+                name == "c",
+                "{name}: only objects stored in v1 are rewritten"
+            );
+        }
+    }
+    assert_eq!(
+        migrate_storage(&s, "sprockets.migrate.example.com"),
+        "sprockets.migrate.example.com: 3 objects, 0 rewritten\n"
+    );
+}
+
+#[test]
+fn migrate_storage_names_a_resource_the_server_does_not_have() {
+    let s = TestServer::start();
+    let out = std::process::Command::new(server_binary())
+        .args(["migrate-storage", "--kubeconfig"])
+        .arg(s.kubeconfig())
+        .args(["--resources", "cogs.example.dev"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: cogs.example.dev: the server doesn't have a resource type \"cogs\" in example.dev/v2\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_malformed_preserving_annotation_is_a_422_naming_it() {
+    let s = TestServer::start();
+    let c = s.client().await;
+    let create = |name: &str, annotation: &str| {
+        let body = json!({
+            "apiVersion": "example.dev/v1",
+            "kind": "Gear",
+            "metadata": { "name": name, "annotations": { "example.dev/v2-fields": annotation } },
+            "spec": { "teeth": 12, "size": 40 },
+        });
+        let c = c.clone();
+        async move {
+            raw_request(
+                &c,
+                "POST",
+                GEARS_V1,
+                Some("application/json"),
+                body.to_string(),
+            )
+            .await
+        }
+    };
+    let field = "metadata.annotations[example.dev/v2-fields]";
+    for (name, annotation, detail) in [
+        (
+            "not-json",
+            "steel please",
+            "Invalid value: \"steel please\": must be a JSON object of the example.dev/v2 fields this version cannot hold, by path (.spec.material)",
+        ),
+        (
+            "unknown-path",
+            r#"{".spec.colour":"red"}"#,
+            ".spec.colour is not a field this version preserves (.spec.material)",
+        ),
+        (
+            "bad-value",
+            r#"{".spec.material":"gold"}"#,
+            ".spec.material: Unsupported value: \"gold\": supported values: \"steel\", \"brass\", \"nylon\"",
+        ),
+    ] {
+        let refused = create(name, annotation).await;
+        assert_eq!(refused.status, 422, "{name}: {}", refused.text);
+        assert_eq!(refused.json["reason"], "Invalid");
+        let cause = &refused.json["details"]["causes"][0];
+        assert_eq!(cause["field"], field, "{name}: {}", refused.text);
+        assert!(
+            cause["message"].as_str().unwrap().ends_with(detail),
+            "{name}: {}",
+            refused.text
+        );
+        let missing = raw_request(&c, "GET", &format!("{GEARS_V1}/{name}"), None, "").await;
+        assert_eq!(missing.status, 404, "{name} was not stored");
+    }
+    // A well-formed one is restored into v2's field, and kubectl shows the refusal.
+    let made = create("brass", r#"{".spec.material":"brass"}"#).await;
+    assert_eq!(made.status, 201, "{}", made.text);
+    let v2 = get_json(&s, &["get", "gears.v2.example.dev", "brass"]);
+    assert_eq!(v2["spec"]["material"], "brass");
+    let file = s.write_file(
+        "bad.yaml",
+        "apiVersion: example.dev/v1\nkind: Gear\nmetadata:\n  name: bad\n  annotations:\n    example.dev/v2-fields: nope\nspec:\n  teeth: 12\n",
+    );
+    let err = s.kubectl_err(&["create", "-f", file.to_str().unwrap()]);
+    assert!(
+        err.contains("metadata.annotations[example.dev/v2-fields]: Invalid value: \"nope\""),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_get_hpa_prints_upstreams_columns_in_both_versions() {
+    use apiserver_tests::tables::{header, row};
+    let s = TestServer::start();
+    s.kubectl_ok(&["create", "deployment", "web", "--image=nginx"]);
+    s.kubectl_ok(&[
+        "autoscale",
+        "deployment",
+        "web",
+        "--cpu-percent=50",
+        "--min=1",
+        "--max=3",
+    ]);
+    for resource in [
+        "hpa",
+        "horizontalpodautoscalers.v1.autoscaling",
+        "horizontalpodautoscalers.v2.autoscaling",
+    ] {
+        let table = s.kubectl_ok(&["get", resource]);
+        assert_eq!(
+            header(&table),
+            [
+                "NAME",
+                "REFERENCE",
+                "TARGETS",
+                "MINPODS",
+                "MAXPODS",
+                "REPLICAS",
+                "AGE"
+            ],
+            "{resource}"
+        );
+        // TARGETS is "cpu: <unknown>/50%" (two cells once split at spaces).
+        assert_eq!(
+            row(&table, "web")[..7],
+            [
+                "web",
+                "Deployment/web",
+                "cpu:",
+                "<unknown>/50%",
+                "1",
+                "3",
+                "0"
+            ],
+            "{resource}: {table}"
+        );
+    }
+
+    // Observed values, and more metrics than TARGETS lists, as Table cells.
+    s.kubectl_ok(&[
+        "patch",
+        "horizontalpodautoscalers.v2.autoscaling",
+        "web",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/spec/metrics/-","value":{"type":"Resource","resource":{"name":"memory","target":{"type":"AverageValue","averageValue":"100Mi"}}}},
+            {"op":"add","path":"/spec/metrics/-","value":{"type":"Pods","pods":{"metric":{"name":"qps"},"target":{"type":"AverageValue","averageValue":"10"}}}},
+            {"op":"remove","path":"/spec/minReplicas"}]"#,
+    ]);
+    s.kubectl_ok(&[
+        "patch",
+        "horizontalpodautoscalers.v2.autoscaling",
+        "web",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"currentReplicas":2,"desiredReplicas":2,"currentMetrics":[{"type":"Resource","resource":{"name":"cpu","current":{"averageUtilization":30}}}]}}"#,
+    ]);
+    let c = s.client().await;
+    let cells = |version: &'static str| {
+        let c = c.clone();
+        async move {
+            let path = format!(
+                "/apis/autoscaling/{version}/namespaces/default/horizontalpodautoscalers/web"
+            );
+            let request = http::Request::get(&path)
+                .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+                .body(kube::client::Body::from(Vec::new()))
+                .unwrap();
+            let answer = c.send(request).await.unwrap();
+            assert_eq!(answer.status(), 200);
+            let body = answer.into_body().collect_bytes().await.unwrap();
+            let table: Value = serde_json::from_slice(&body).unwrap();
+            let cells = table["rows"][0]["cells"]
+                .as_array()
+                .unwrap_or_else(|| panic!("not a Table: {table}"))
+                .clone();
+            cells[..6].to_vec()
+        }
+    };
+    assert_eq!(
+        cells("v2").await,
+        [
+            json!("web"),
+            json!("Deployment/web"),
+            json!("cpu: 30%/50%, memory: <unknown>/100Mi + 1 more..."),
+            json!("<unset>"),
+            json!(3),
+            json!(2),
+        ]
+    );
+    // The same through v1, whose other metrics come back from their annotations.
+    let v1 = cells("v1").await;
+    assert_eq!(v1[2].as_str().unwrap().matches(", ").count(), 1, "{v1:?}");
+    assert!(v1[2].as_str().unwrap().ends_with(" + 1 more..."), "{v1:?}");
+    assert_eq!(v1[3..], [json!("<unset>"), json!(3), json!(2)]);
 }
