@@ -19,6 +19,8 @@ pub const STRATEGIES: &[&str] = &[
     "Deployment",
     "Job",
     "Namespace",
+    "Node",
+    "PersistentVolume",
     "PersistentVolumeClaim",
     "Pod",
     "PodTemplate",
