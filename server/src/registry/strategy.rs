@@ -122,6 +122,11 @@ pub trait Strategy: Send + Sync {
     fn prints_age(&self) -> bool {
         true
     }
+    /// Whether Tables print Age right after Name (upstream's CertificateSigningRequest
+    /// printer) rather than after the other columns.
+    fn prints_age_first(&self) -> bool {
+        false
+    }
     /// Whether `metadata.generation` tracks spec changes (custom resources do; ConfigMaps
     /// and Secrets do not carry it).
     fn tracks_generation(&self) -> bool {
