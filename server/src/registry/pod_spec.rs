@@ -38,12 +38,25 @@ fn list<'a>(spec: &'a Value, key: &str) -> &'a [Value] {
 /// context. `is_pod`: images must not carry surrounding spaces (pods only, as upstream
 /// keeps templates lenient).
 pub fn validate_pod_spec(spec: &Value, path: &str, is_pod: bool) -> Vec<StatusCause> {
+    validate_pod_spec_with_claims(spec, path, is_pod, &[])
+}
+
+/// [`validate_pod_spec`] of a template whose owner adds volumes by name (a
+/// StatefulSet's `volumeClaimTemplates`, which its pods get as volumes): mounts may
+/// name them too.
+pub fn validate_pod_spec_with_claims(
+    spec: &Value,
+    path: &str,
+    is_pod: bool,
+    claims: &[&str],
+) -> Vec<StatusCause> {
     let mut causes = Vec::new();
     if !spec.is_object() {
         return causes;
     }
-    let (volumes, volume_causes) =
+    let (mut volumes, volume_causes) =
         pod_volumes::validate_volumes(list(spec, "volumes"), &format!("{path}.volumes"));
+    volumes.extend(claims.iter().map(|c| c.to_string()));
     causes.extend(volume_causes);
     let ctx = Context {
         volumes: &volumes,
@@ -115,6 +128,27 @@ pub fn validate_pod_spec(spec: &Value, path: &str, is_pod: bool) -> Vec<StatusCa
         &format!("{path}.securityContext"),
     ));
     causes
+}
+
+/// Upstream's warnings about a pod spec at `path` that passes validation: an
+/// environment variable defined twice in one container (the later one wins).
+pub fn pod_spec_warnings(spec: &Value, path: &str) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for key in ["initContainers", "containers", "ephemeralContainers"] {
+        for (i, c) in list(spec, key).iter().enumerate() {
+            let mut seen = BTreeSet::new();
+            for (j, ev) in list(c, "env").iter().enumerate() {
+                let name = ev["name"].as_str().unwrap_or_default();
+                if !seen.insert(name) {
+                    warnings.push(format!(
+                        "{path}.{key}[{i}].env[{j}]: hides previous definition of environment variable {}",
+                        Value::String(name.to_string())
+                    ));
+                }
+            }
+        }
+    }
+    warnings
 }
 
 /// What the checks of one container need from its pod spec.

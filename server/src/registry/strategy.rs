@@ -90,6 +90,11 @@ pub trait Strategy: Send + Sync {
     fn validate_status_update(&self, _new: &Value, _old: &Value) -> Vec<StatusCause> {
         Vec::new()
     }
+    /// Warnings for the client about a write that passes validation (upstream's
+    /// `WarningsOnCreate` / `WarningsOnUpdate`; `old` is the stored object on update).
+    fn warnings(&self, _obj: &Value, _old: Option<&Value>) -> Vec<String> {
+        Vec::new()
+    }
     /// Kind-specific checks of a new object only (what may be set at create but not
     /// later, or the reverse).
     fn validate_create(&self, _obj: &Value) -> Vec<StatusCause> {

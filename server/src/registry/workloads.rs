@@ -364,6 +364,10 @@ impl Strategy for PodStrategy {
         pod_spec::validate_pod_spec(&obj["spec"], "spec", true)
     }
 
+    fn warnings(&self, obj: &Value, _old: Option<&Value>) -> Vec<String> {
+        pod_spec::pod_spec_warnings(&obj["spec"], "spec")
+    }
+
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<StatusCause> {
         pod_spec::validate_pod_update(new, old)
     }
@@ -467,6 +471,10 @@ impl Strategy for JobStrategy {
 
     fn validate(&self, obj: &Value) -> Vec<StatusCause> {
         validate_template(obj, &["spec", "template"], JOB_POLICIES)
+    }
+
+    fn warnings(&self, obj: &Value, old: Option<&Value>) -> Vec<String> {
+        template_warnings(obj, old, &["spec", "template"])
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<StatusCause> {
@@ -673,6 +681,10 @@ impl Strategy for DeploymentStrategy {
         validate_template(obj, &["spec", "template"], ALWAYS)
     }
 
+    fn warnings(&self, obj: &Value, old: Option<&Value>) -> Vec<String> {
+        template_warnings(obj, old, &["spec", "template"])
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
             default(spec, "replicas", json!(1));
@@ -717,6 +729,10 @@ impl Strategy for TemplateStrategy {
         validate_template(obj, self.path, self.restart_policies)
     }
 
+    fn warnings(&self, obj: &Value, old: Option<&Value>) -> Vec<String> {
+        template_warnings(obj, old, self.path)
+    }
+
     // Built-in kinds take a PUT without resourceVersion (a pod template has no
     // generation to track).
     fn allow_unconditional_update(&self) -> bool {
@@ -740,7 +756,15 @@ fn validate_template(obj: &Value, path: &[&str], restart_policies: &[&str]) -> V
         return Vec::new();
     }
     let at = format!("{}.spec", path.join("."));
-    let mut causes = pod_spec::validate_pod_spec(&template["spec"], &at, false);
+    // A StatefulSet's pods also get a volume per claim template.
+    let claims: Vec<&str> = obj["spec"]["volumeClaimTemplates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["metadata"]["name"].as_str())
+        .collect();
+    let mut causes =
+        pod_spec::validate_pod_spec_with_claims(&template["spec"], &at, false, &claims);
     let policy = template["spec"]["restartPolicy"]
         .as_str()
         .unwrap_or_default();
@@ -753,6 +777,23 @@ fn validate_template(obj: &Value, path: &[&str], restart_policies: &[&str]) -> V
         ));
     }
     causes
+}
+
+/// The warnings of the template at `path` of `obj`, on create or when an update
+/// changes the template (as upstream's workload strategies give them).
+fn template_warnings(obj: &Value, old: Option<&Value>, path: &[&str]) -> Vec<String> {
+    let at = |o: &'_ Value| -> Value {
+        let mut t = o;
+        for p in path {
+            t = &t[*p];
+        }
+        t.clone()
+    };
+    let template = at(obj);
+    if old.is_some_and(|o| pod_spec::semantic(&at(o)) == pod_spec::semantic(&template)) {
+        return Vec::new();
+    }
+    pod_spec::pod_spec_warnings(&template["spec"], &format!("{}.spec", path.join(".")))
 }
 
 /// What pods kept running by a controller may have.

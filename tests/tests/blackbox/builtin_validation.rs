@@ -652,6 +652,22 @@ spec:
     );
     // Applying it again (nothing changed) passes the pod update rules.
     s.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
+
+    // A StatefulSet's containers mount its claim templates.
+    let sts = "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  serviceName: db\n  selector: {matchLabels: {app: db}}\n  template:\n    metadata: {labels: {app: db}}\n    spec:\n      containers:\n      - name: db\n        image: postgres:16\n        volumeMounts: [{name: data, mountPath: /var/lib/postgresql/data, subPath: pgdata}]\n  volumeClaimTemplates:\n  - metadata: {name: data}\n    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n";
+    let file = s.write_file("sts.yaml", sts);
+    s.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
+
+    // A variable defined twice is allowed, with upstream's warning.
+    let twice = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: twice}\nspec:\n  selector: {matchLabels: {app: twice}}\n  template:\n    metadata: {labels: {app: twice}}\n    spec:\n      containers:\n      - name: c\n        image: nginx\n        env: [{name: A, value: '1'}, {name: A, value: '2'}]\n";
+    let file = s.write_file("twice.yaml", twice);
+    let out = s.kubectl(&["apply", "-f", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("Warning: spec.template.spec.containers[0].env[1]: hides previous definition of environment variable \"A\""),
+        "{err}"
+    );
 }
 
 /// Nodes: pod CIDRs and the provider ID are set once; PersistentVolumes need access
