@@ -1,4 +1,5 @@
-//! Node: upstream's rules of a node's spec where a user meets them. Pod CIDRs are
+//! Node: upstream's rules of a node's spec where a user meets them. Taints are
+//! well-formed and unique per key and effect. Pod CIDRs are
 //! valid CIDRs, at most one per IP family, and, like the provider ID, set once (the
 //! controller manager assigns them to a node that has none); `podCIDR` is kept equal
 //! to the first of `podCIDRs`, as upstream's conversion keeps it.
@@ -8,6 +9,7 @@ use std::net::IpAddr;
 use serde_json::{json, Value};
 
 use super::strategy::Strategy;
+use crate::api::meta::{label_value_errors, qualified_name_errors};
 use crate::api::StatusCause;
 
 const CIDR_CHANGE: &str = "node updates may not change podCIDR except from \"\" to valid";
@@ -43,6 +45,60 @@ fn cidr_family(cidr: &str) -> Option<bool> {
     (bits <= max).then_some(ip.is_ipv4())
 }
 
+const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
+/// Upstream's `validateNodeTaints`, which names the taints `metadata.taints` (sic):
+/// keys are label names, values label values, effects known, and a key appears once
+/// per effect.
+fn validate_taints(spec: &Value) -> Vec<StatusCause> {
+    let mut causes = Vec::new();
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    let taints = spec["taints"].as_array().map_or(&[][..], Vec::as_slice);
+    for (i, taint) in taints.iter().enumerate() {
+        let at = format!("metadata.taints[{i}]");
+        let key = taint["key"].as_str().unwrap_or_default();
+        for e in qualified_name_errors(key) {
+            causes.push(StatusCause::invalid(&format!("{at}.key"), key, &e));
+        }
+        let value = taint["value"].as_str().unwrap_or_default();
+        let errors = label_value_errors(value);
+        if !errors.is_empty() {
+            causes.push(StatusCause::invalid(
+                &format!("{at}.value"),
+                value,
+                &errors.join(";"),
+            ));
+        }
+        let effect = taint["effect"].as_str().unwrap_or_default();
+        if effect.is_empty() {
+            causes.push(StatusCause::required(&format!("{at}.effect"), ""));
+        } else if !TAINT_EFFECTS.contains(&effect) {
+            causes.push(StatusCause::unsupported(
+                &format!("{at}.effect"),
+                &format!("{effect:?}"),
+                TAINT_EFFECTS,
+            ));
+        }
+        if seen.contains(&(key, effect)) {
+            // Upstream shows the taint as Go's `%#v` of its struct.
+            let added = if taint["timeAdded"].is_null() {
+                "(*v1.Time)(nil)"
+            } else {
+                "(*v1.Time)(...)"
+            };
+            causes.push(StatusCause::duplicate(
+                &at,
+                &format!(
+                    "core.Taint{{Key:{key:?}, Value:{value:?}, Effect:{effect:?}, TimeAdded:{added}}}: taints must be unique by key and effect pair"
+                ),
+            ));
+            continue;
+        }
+        seen.push((key, effect));
+    }
+    causes
+}
+
 /// A list of strings as Go's `%#v` prints a `[]string` in a cause.
 fn go_string_slice(items: &[String]) -> String {
     let quoted: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
@@ -63,7 +119,7 @@ impl Strategy for NodeStrategy {
     }
 
     fn validate(&self, obj: &Value) -> Vec<StatusCause> {
-        let mut causes = Vec::new();
+        let mut causes = validate_taints(&obj["spec"]);
         let cidrs = pod_cidrs(&obj["spec"]);
         let mut families = Vec::new();
         for (i, cidr) in cidrs.iter().enumerate() {
@@ -77,7 +133,7 @@ impl Strategy for NodeStrategy {
             }
         }
         let dual_stack = families.len() == 2 && families[0] != families[1];
-        if causes.is_empty() && cidrs.len() > 1 && !dual_stack {
+        if families.len() == cidrs.len() && cidrs.len() > 1 && !dual_stack {
             causes.push(StatusCause {
                 reason: "FieldValueInvalid".into(),
                 message: format!(

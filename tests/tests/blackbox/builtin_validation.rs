@@ -729,6 +729,27 @@ async fn nodes_and_persistent_volumes_follow_upstreams_rules() {
         vec![cause("spec.podCIDRs[0]", "Invalid value: \"10.0.0.0/33\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)")]
     );
 
+    // Taints, which upstream names under `metadata`.
+    let r = send(
+        &s,
+        "PATCH",
+        "/api/v1/nodes/n1",
+        MERGE,
+        &json!({"spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"},
+                                    {"key": "dedicated", "value": "web", "effect": "NoSchedule"},
+                                    {"key": "bad key", "effect": "Sometimes"}]}}),
+    )
+    .await;
+    assert_eq!(
+        causes(&r),
+        vec![
+            cause("metadata.taints[1]", "Duplicate value: core.Taint{Key:\"dedicated\", Value:\"web\", Effect:\"NoSchedule\", TimeAdded:(*v1.Time)(nil)}: taints must be unique by key and effect pair"),
+            cause("metadata.taints[2].key", "Invalid value: \"bad key\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
+            cause("metadata.taints[2].effect", "Unsupported value: \"Sometimes\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\""),
+        ]
+    );
+    s.kubectl_ok(&["taint", "node", "n1", "dedicated=db:NoSchedule"]);
+
     let r = send(
         &s,
         "POST",
