@@ -22,6 +22,8 @@ pub const STRATEGIES: &[&str] = &[
     "HorizontalPodAutoscaler",
     "Job",
     "Namespace",
+    "Node",
+    "PersistentVolume",
     "PersistentVolumeClaim",
     "Pod",
     "PodTemplate",

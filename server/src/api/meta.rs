@@ -154,6 +154,12 @@ pub fn human_age(created: &str) -> String {
     let secs = (chrono::Utc::now() - t.with_timezone(&chrono::Utc))
         .num_seconds()
         .max(0);
+    human_duration(secs)
+}
+
+/// A duration as kubectl prints one (upstream's `duration.HumanDuration`): `5s`, `3m`,
+/// `2d4h`.
+pub fn human_duration(secs: i64) -> String {
     let (m, h, d) = (secs / 60, secs / 3600, secs / 86400);
     if secs < 120 {
         format!("{secs}s")

@@ -56,6 +56,9 @@ fn columns(res: &ApiResource) -> Vec<Column<'_>> {
     let computed = res.strategy.computed_columns().iter().map(Column::Computed);
     let all = printer.chain(computed);
     let age = res.strategy.prints_age().then_some(Column::Age);
+    if res.strategy.prints_age_first() {
+        return age.into_iter().chain(all).collect();
+    }
     if !res.builtin() {
         return all.chain(age).collect();
     }

@@ -1,5 +1,7 @@
 //! Upstream's checks of a pod spec where a user meets them (containers' names and
-//! images, ports, resource quantities), for pods and pod templates alike, and the rule
+//! images, ports, resource quantities, policies; environment, probes and security
+//! contexts in `pod_fields.rs`, volumes and mounts in `pod_volumes.rs`), for pods and
+//! pod templates alike, and the rule
 //! of a pod update: only images, `activeDeadlineSeconds` (shortened), added
 //! tolerations, removed scheduling gates and a negative grace period set to 1 change.
 //! Messages and field paths are kube-apiserver's.
@@ -8,6 +10,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
+use super::pod_fields::{self, ProbeKind};
+use super::pod_volumes;
 use crate::api::meta::dns1123_label_errors;
 use crate::api::quantity::Quantity;
 use crate::api::StatusCause;
@@ -18,20 +22,47 @@ const UPDATABLE_FIELDS: &str = "`spec.containers[*].image`,`spec.initContainers[
 
 const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
 const PROTOCOLS: &[&str] = &["SCTP", "TCP", "UDP"];
+/// A pod's restart policies, in upstream's order.
+const RESTART_POLICIES: &[&str] = &["Always", "OnFailure", "Never"];
+/// A pod's DNS policies, sorted as upstream lists them.
+const DNS_POLICIES: &[&str] = &["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"];
 
 fn list<'a>(spec: &'a Value, key: &str) -> &'a [Value] {
     spec[key].as_array().map_or(&[], Vec::as_slice)
 }
 
-/// The checks of a pod spec at `path` (`spec`, `spec.template.spec`): container names
-/// (DNS labels, unique across regular, init and ephemeral containers), images, ports
-/// and resources. `is_pod`: images must not carry surrounding spaces (pods only, as
-/// upstream keeps templates lenient).
+/// The checks of a pod spec at `path` (`spec`, `spec.template.spec`), in upstream's
+/// order: volumes; containers (names unique across regular and init containers,
+/// images, ports, environment, mounts, pull policy, resources, security context,
+/// hooks and probes); init containers; restart and DNS policies; the pod's security
+/// context. `is_pod`: images must not carry surrounding spaces (pods only, as upstream
+/// keeps templates lenient).
 pub fn validate_pod_spec(spec: &Value, path: &str, is_pod: bool) -> Vec<StatusCause> {
+    validate_pod_spec_with_claims(spec, path, is_pod, &[])
+}
+
+/// [`validate_pod_spec`] of a template whose owner adds volumes by name (a
+/// StatefulSet's `volumeClaimTemplates`, which its pods get as volumes): mounts may
+/// name them too.
+pub fn validate_pod_spec_with_claims(
+    spec: &Value,
+    path: &str,
+    is_pod: bool,
+    claims: &[&str],
+) -> Vec<StatusCause> {
     let mut causes = Vec::new();
     if !spec.is_object() {
         return causes;
     }
+    let (mut volumes, volume_causes) =
+        pod_volumes::validate_volumes(list(spec, "volumes"), &format!("{path}.volumes"));
+    volumes.extend(claims.iter().map(|c| c.to_string()));
+    causes.extend(volume_causes);
+    let ctx = Context {
+        volumes: &volumes,
+        is_pod,
+        host_users: spec["hostUsers"] != Value::Bool(false),
+    };
     let containers = list(spec, "containers");
     if containers.is_empty() {
         causes.push(StatusCause::required(&format!("{path}.containers"), ""));
@@ -39,7 +70,7 @@ pub fn validate_pod_spec(spec: &Value, path: &str, is_pod: bool) -> Vec<StatusCa
     let mut names: BTreeSet<&str> = BTreeSet::new();
     for (i, c) in containers.iter().enumerate() {
         let at = format!("{path}.containers[{i}]");
-        causes.extend(validate_container(c, &at, is_pod));
+        causes.extend(validate_container(c, &at, &ctx));
         let name = c["name"].as_str().unwrap_or_default();
         if !names.insert(name) {
             causes.push(StatusCause::duplicate(
@@ -47,10 +78,11 @@ pub fn validate_pod_spec(spec: &Value, path: &str, is_pod: bool) -> Vec<StatusCa
                 &format!("{name:?}"),
             ));
         }
+        causes.extend(validate_hooks_and_probes(c, &at));
     }
     for (i, c) in list(spec, "initContainers").iter().enumerate() {
         let at = format!("{path}.initContainers[{i}]");
-        causes.extend(validate_container(c, &at, is_pod));
+        causes.extend(validate_container(c, &at, &ctx));
         let name = c["name"].as_str().unwrap_or_default();
         if names.contains(name) {
             causes.push(StatusCause::duplicate(
@@ -60,12 +92,77 @@ pub fn validate_pod_spec(spec: &Value, path: &str, is_pod: bool) -> Vec<StatusCa
         } else if !name.is_empty() {
             names.insert(name);
         }
+        if c["restartPolicy"] == "Always" {
+            // A sidecar: hooks and probes as a regular container's.
+            causes.extend(validate_hooks_and_probes(c, &at));
+        } else {
+            for key in [
+                "lifecycle",
+                "livenessProbe",
+                "readinessProbe",
+                "startupProbe",
+            ] {
+                if !c[key].is_null() {
+                    causes.push(StatusCause::forbidden(
+                        &format!("{at}.{key}"),
+                        "may not be set for init containers without restartPolicy=Always",
+                    ));
+                }
+            }
+        }
     }
+    pod_fields::check_enum(
+        &spec["restartPolicy"],
+        &format!("{path}.restartPolicy"),
+        RESTART_POLICIES,
+        &mut causes,
+    );
+    pod_fields::check_enum(
+        &spec["dnsPolicy"],
+        &format!("{path}.dnsPolicy"),
+        DNS_POLICIES,
+        &mut causes,
+    );
+    causes.extend(pod_fields::validate_pod_security_context(
+        &spec["securityContext"],
+        &format!("{path}.securityContext"),
+    ));
     causes
 }
 
-/// One container's name, image, ports and resources.
-fn validate_container(c: &Value, at: &str, is_pod: bool) -> Vec<StatusCause> {
+/// Upstream's warnings about a pod spec at `path` that passes validation: an
+/// environment variable defined twice in one container (the later one wins).
+pub fn pod_spec_warnings(spec: &Value, path: &str) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for key in ["initContainers", "containers", "ephemeralContainers"] {
+        for (i, c) in list(spec, key).iter().enumerate() {
+            let mut seen = BTreeSet::new();
+            for (j, ev) in list(c, "env").iter().enumerate() {
+                let name = ev["name"].as_str().unwrap_or_default();
+                if !seen.insert(name) {
+                    warnings.push(format!(
+                        "{path}.{key}[{i}].env[{j}]: hides previous definition of environment variable {}",
+                        Value::String(name.to_string())
+                    ));
+                }
+            }
+        }
+    }
+    warnings
+}
+
+/// What the checks of one container need from its pod spec.
+struct Context<'a> {
+    /// The names of the pod's volumes without faults.
+    volumes: &'a BTreeSet<String>,
+    is_pod: bool,
+    /// The pod shares the host's user namespace (`hostUsers` is not false).
+    host_users: bool,
+}
+
+/// Upstream's `validateContainerCommon`: name, image, termination message policy,
+/// ports, environment, mounts, pull policy, resources and security context.
+fn validate_container(c: &Value, at: &str, ctx: &Context) -> Vec<StatusCause> {
     let mut causes = Vec::new();
     let name_at = format!("{at}.name");
     match c["name"].as_str().unwrap_or_default() {
@@ -79,18 +176,71 @@ fn validate_container(c: &Value, at: &str, is_pod: bool) -> Vec<StatusCause> {
     let image = c["image"].as_str().unwrap_or_default();
     if image.is_empty() {
         causes.push(StatusCause::required(&format!("{at}.image"), ""));
-    } else if is_pod && image.trim() != image {
+    } else if ctx.is_pod && image.trim() != image {
         causes.push(StatusCause::invalid(
             &format!("{at}.image"),
             image,
             "must not have leading or trailing whitespace",
         ));
     }
+    pod_fields::check_enum(
+        &c["terminationMessagePolicy"],
+        &format!("{at}.terminationMessagePolicy"),
+        &["File", "FallbackToLogsOnError"],
+        &mut causes,
+    );
     causes.extend(validate_ports(list(c, "ports"), &format!("{at}.ports")));
+    causes.extend(pod_fields::validate_env(
+        list(c, "env"),
+        &format!("{at}.env"),
+    ));
+    causes.extend(pod_fields::validate_env_from(
+        list(c, "envFrom"),
+        &format!("{at}.envFrom"),
+    ));
+    causes.extend(pod_volumes::validate_volume_mounts(
+        list(c, "volumeMounts"),
+        ctx.volumes,
+        &format!("{at}.volumeMounts"),
+    ));
+    pod_fields::check_enum(
+        &c["imagePullPolicy"],
+        &format!("{at}.imagePullPolicy"),
+        &["Always", "IfNotPresent", "Never"],
+        &mut causes,
+    );
     causes.extend(validate_resources(
         &c["resources"],
         &format!("{at}.resources"),
     ));
+    causes.extend(pod_fields::validate_security_context(
+        &c["securityContext"],
+        &format!("{at}.securityContext"),
+        ctx.host_users,
+    ));
+    causes
+}
+
+/// A regular (or sidecar) container's lifecycle hooks and probes.
+fn validate_hooks_and_probes(c: &Value, at: &str) -> Vec<StatusCause> {
+    let mut causes = Vec::new();
+    if c["lifecycle"].is_object() {
+        causes.extend(pod_fields::validate_lifecycle(
+            &c["lifecycle"],
+            &format!("{at}.lifecycle"),
+        ));
+    }
+    for kind in [
+        ProbeKind::Liveness,
+        ProbeKind::Readiness,
+        ProbeKind::Startup,
+    ] {
+        causes.extend(pod_fields::validate_probe(
+            &c[kind.field()],
+            &format!("{at}.{}", kind.field()),
+            kind,
+        ));
+    }
     causes
 }
 

@@ -897,6 +897,9 @@ impl Store {
             let name = meta_str(&obj, "name").unwrap_or_default().to_string();
             self.validate(res, &obj, None, &name)?;
             if let Some(admission) = &ctx.admission {
+                for warning in strategy.warnings(&obj, None) {
+                    admission.outcome().warn(warning);
+                }
                 let target = AdmissionTarget::new(res, ns, &name);
                 admission
                     .validate(Operation::Create, target, Some(&obj), None)
@@ -1194,6 +1197,9 @@ impl Store {
             }
             self.validate(res, &obj, Some(&old), name)?;
             if let Some(admission) = &ctx.admission {
+                for warning in strategy.warnings(&obj, Some(&old)) {
+                    admission.outcome().warn(warning);
+                }
                 admission
                     .validate(Operation::Update, admission_target, Some(&obj), Some(&old))
                     .await?;

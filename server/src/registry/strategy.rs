@@ -90,6 +90,11 @@ pub trait Strategy: Send + Sync {
     fn validate_status_update(&self, _new: &Value, _old: &Value) -> Vec<StatusCause> {
         Vec::new()
     }
+    /// Warnings for the client about a write that passes validation (upstream's
+    /// `WarningsOnCreate` / `WarningsOnUpdate`; `old` is the stored object on update).
+    fn warnings(&self, _obj: &Value, _old: Option<&Value>) -> Vec<String> {
+        Vec::new()
+    }
     /// Kind-specific checks of a new object only (what may be set at create but not
     /// later, or the reverse).
     fn validate_create(&self, _obj: &Value) -> Vec<StatusCause> {
@@ -121,6 +126,11 @@ pub trait Strategy: Send + Sync {
     /// Whether Tables print Age (upstream prints none for ComponentStatus).
     fn prints_age(&self) -> bool {
         true
+    }
+    /// Whether Tables print Age right after Name (upstream's CertificateSigningRequest
+    /// printer) rather than after the other columns.
+    fn prints_age_first(&self) -> bool {
+        false
     }
     /// Whether `metadata.generation` tracks spec changes (custom resources do; ConfigMaps
     /// and Secrets do not carry it).
@@ -427,6 +437,8 @@ pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy,
         Some("Service") => &super::service_strategy::ServiceStrategy,
         Some("Pod") => &super::workloads::PodStrategy,
         Some("PersistentVolumeClaim") => &super::claims::PersistentVolumeClaimStrategy,
+        Some("PersistentVolume") => &super::persistent_volumes::PersistentVolumeStrategy,
+        Some("Node") => &super::nodes::NodeStrategy,
         Some("Deployment") => &super::workloads::DeploymentStrategy,
         Some("PodTemplateOwner") => &super::workloads::SPEC_TEMPLATE,
         Some("CronJob") => &super::workloads::JOB_TEMPLATE,

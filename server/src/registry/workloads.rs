@@ -17,6 +17,61 @@ fn default(obj: &mut Map<String, Value>, key: &str, value: Value) {
     }
 }
 
+/// Sets `key` to `value` in `obj` when it is absent, null or the empty string (Go's
+/// defaulting sees an empty string as unset).
+fn default_str(obj: &mut Map<String, Value>, key: &str, value: &str) {
+    if obj.get(key).is_none_or(|v| v.is_null() || v == "") {
+        obj.insert(key.to_string(), json!(value));
+    }
+}
+
+/// Upstream's `SetDefaults_Probe` (and its HTTP action's path and scheme).
+fn default_probe(probe: &mut Map<String, Value>) {
+    for (key, value) in [
+        ("timeoutSeconds", 1),
+        ("periodSeconds", 10),
+        ("successThreshold", 1),
+        ("failureThreshold", 3),
+    ] {
+        if probe.get(key).is_none_or(|v| v.is_null() || v == 0) {
+            probe.insert(key.to_string(), json!(value));
+        }
+    }
+    if let Some(http) = probe.get_mut("httpGet").and_then(Value::as_object_mut) {
+        default_str(http, "path", "/");
+        default_str(http, "scheme", "HTTP");
+    }
+}
+
+/// Upstream's defaults of a pod volume: a volume without a source is an `emptyDir`;
+/// secret, config map, projected and downward API files get mode 0644.
+fn default_volume(vol: &mut Map<String, Value>) {
+    let has_source = vol.iter().any(|(k, v)| k != "name" && !v.is_null());
+    if !has_source {
+        vol.insert("emptyDir".into(), json!({}));
+    }
+    for key in ["secret", "configMap", "projected", "downwardAPI"] {
+        if let Some(source) = vol.get_mut(key).and_then(Value::as_object_mut) {
+            default(source, "defaultMode", json!(0o644));
+        }
+    }
+}
+
+/// Upstream's `SetDefaults_ObjectFieldSelector` for `env[*].valueFrom.fieldRef`.
+fn default_env(c: &mut Map<String, Value>) {
+    if let Some(env) = c.get_mut("env").and_then(Value::as_array_mut) {
+        for ev in env.iter_mut() {
+            if let Some(field_ref) = ev
+                .get_mut("valueFrom")
+                .and_then(|f| f.get_mut("fieldRef"))
+                .and_then(Value::as_object_mut)
+            {
+                default_str(field_ref, "apiVersion", "v1");
+            }
+        }
+    }
+}
+
 /// The object at `key` of `obj`, created empty when absent.
 fn object<'a>(obj: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
     default(obj, key, json!({}));
@@ -40,22 +95,33 @@ fn pull_policy(image: &str) -> &'static str {
 pub fn default_container(c: &mut Map<String, Value>) {
     let image = c.get("image").and_then(Value::as_str).unwrap_or_default();
     let policy = pull_policy(image);
-    default(c, "imagePullPolicy", json!(policy));
+    default_str(c, "imagePullPolicy", policy);
     default(c, "terminationMessagePath", json!("/dev/termination-log"));
-    default(c, "terminationMessagePolicy", json!("File"));
+    default_str(c, "terminationMessagePolicy", "File");
     default(c, "resources", json!({}));
     if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
         for p in ports.iter_mut().filter_map(Value::as_object_mut) {
-            default(p, "protocol", json!("TCP"));
+            default_str(p, "protocol", "TCP");
         }
     }
+    for key in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(probe) = c.get_mut(key).and_then(Value::as_object_mut) {
+            default_probe(probe);
+        }
+    }
+    default_env(c);
 }
 
 /// Upstream's defaults of a PodSpec, wherever one is (a Pod, a template).
 pub fn default_pod_spec(spec: &mut Map<String, Value>) {
-    default(spec, "restartPolicy", json!("Always"));
+    default_str(spec, "restartPolicy", "Always");
     default(spec, "terminationGracePeriodSeconds", json!(30));
-    default(spec, "dnsPolicy", json!("ClusterFirst"));
+    default_str(spec, "dnsPolicy", "ClusterFirst");
+    if let Some(volumes) = spec.get_mut("volumes").and_then(Value::as_array_mut) {
+        for v in volumes.iter_mut().filter_map(Value::as_object_mut) {
+            default_volume(v);
+        }
+    }
     default(spec, "securityContext", json!({}));
     default(spec, "schedulerName", json!("default-scheduler"));
     default(spec, "enableServiceLinks", json!(true));
@@ -298,6 +364,10 @@ impl Strategy for PodStrategy {
         pod_spec::validate_pod_spec(&obj["spec"], "spec", true)
     }
 
+    fn warnings(&self, obj: &Value, _old: Option<&Value>) -> Vec<String> {
+        pod_spec::pod_spec_warnings(&obj["spec"], "spec")
+    }
+
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<StatusCause> {
         pod_spec::validate_pod_update(new, old)
     }
@@ -400,7 +470,11 @@ impl Strategy for JobStrategy {
     }
 
     fn validate(&self, obj: &Value) -> Vec<StatusCause> {
-        validate_template(obj, &["spec", "template"])
+        validate_template(obj, &["spec", "template"], JOB_POLICIES)
+    }
+
+    fn warnings(&self, obj: &Value, old: Option<&Value>) -> Vec<String> {
+        template_warnings(obj, old, &["spec", "template"])
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<StatusCause> {
@@ -604,7 +678,11 @@ impl Strategy for DeploymentStrategy {
     }
 
     fn validate(&self, obj: &Value) -> Vec<StatusCause> {
-        validate_template(obj, &["spec", "template"])
+        validate_template(obj, &["spec", "template"], ALWAYS)
+    }
+
+    fn warnings(&self, obj: &Value, old: Option<&Value>) -> Vec<String> {
+        template_warnings(obj, old, &["spec", "template"])
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {
@@ -636,6 +714,9 @@ impl Strategy for DeploymentStrategy {
 /// DaemonSet, Job, ReplicationController, PodTemplate): `path` leads to the template.
 pub struct TemplateStrategy {
     pub path: &'static [&'static str],
+    /// The restart policies the kind's pods may have (`Always` for controllers that
+    /// keep pods running, `OnFailure` or `Never` for jobs); empty: any.
+    pub restart_policies: &'static [&'static str],
 }
 impl Strategy for TemplateStrategy {
     fn prepare_for_create(&self, obj: &mut Value) {
@@ -645,7 +726,11 @@ impl Strategy for TemplateStrategy {
     }
 
     fn validate(&self, obj: &Value) -> Vec<StatusCause> {
-        validate_template(obj, self.path)
+        validate_template(obj, self.path, self.restart_policies)
+    }
+
+    fn warnings(&self, obj: &Value, old: Option<&Value>) -> Vec<String> {
+        template_warnings(obj, old, self.path)
     }
 
     // Built-in kinds take a PUT without resourceVersion (a pod template has no
@@ -659,8 +744,10 @@ impl Strategy for TemplateStrategy {
     }
 }
 
-/// The pod spec checks of the template at `path` (`["spec", "template"]`) of `obj`.
-fn validate_template(obj: &Value, path: &[&str]) -> Vec<StatusCause> {
+/// The pod spec checks of the template at `path` (`["spec", "template"]`) of `obj`,
+/// and upstream's rule of the kind's restart policies (`restart_policies`, unless
+/// empty), once the policy itself is one a pod may have.
+fn validate_template(obj: &Value, path: &[&str], restart_policies: &[&str]) -> Vec<StatusCause> {
     let mut template = obj;
     for p in path {
         template = &template[*p];
@@ -668,26 +755,69 @@ fn validate_template(obj: &Value, path: &[&str]) -> Vec<StatusCause> {
     if !template.is_object() {
         return Vec::new();
     }
-    pod_spec::validate_pod_spec(
-        &template["spec"],
-        &format!("{}.spec", path.join(".")),
-        false,
-    )
+    let at = format!("{}.spec", path.join("."));
+    // A StatefulSet's pods also get a volume per claim template.
+    let claims: Vec<&str> = obj["spec"]["volumeClaimTemplates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["metadata"]["name"].as_str())
+        .collect();
+    let mut causes =
+        pod_spec::validate_pod_spec_with_claims(&template["spec"], &at, false, &claims);
+    let policy = template["spec"]["restartPolicy"]
+        .as_str()
+        .unwrap_or_default();
+    let known = ["Always", "OnFailure", "Never"].contains(&policy);
+    if known && !restart_policies.is_empty() && !restart_policies.contains(&policy) {
+        causes.push(StatusCause::unsupported(
+            &format!("{at}.restartPolicy"),
+            &format!("{policy:?}"),
+            restart_policies,
+        ));
+    }
+    causes
 }
 
-/// ReplicaSet, StatefulSet, DaemonSet, ReplicationController and Job (`spec.template`).
+/// The warnings of the template at `path` of `obj`, on create or when an update
+/// changes the template (as upstream's workload strategies give them).
+fn template_warnings(obj: &Value, old: Option<&Value>, path: &[&str]) -> Vec<String> {
+    let at = |o: &'_ Value| -> Value {
+        let mut t = o;
+        for p in path {
+            t = &t[*p];
+        }
+        t.clone()
+    };
+    let template = at(obj);
+    if old.is_some_and(|o| pod_spec::semantic(&at(o)) == pod_spec::semantic(&template)) {
+        return Vec::new();
+    }
+    pod_spec::pod_spec_warnings(&template["spec"], &format!("{}.spec", path.join(".")))
+}
+
+/// What pods kept running by a controller may have.
+const ALWAYS: &[&str] = &["Always"];
+/// What a job's pods may have.
+const JOB_POLICIES: &[&str] = &["OnFailure", "Never"];
+
+/// ReplicaSet, StatefulSet, DaemonSet and ReplicationController (`spec.template`);
+/// Job's defaults.
 pub static SPEC_TEMPLATE: TemplateStrategy = TemplateStrategy {
     path: &["spec", "template"],
+    restart_policies: ALWAYS,
 };
 
 /// CronJob (`spec.jobTemplate.spec.template`).
 pub static JOB_TEMPLATE: TemplateStrategy = TemplateStrategy {
     path: &["spec", "jobTemplate", "spec", "template"],
+    restart_policies: JOB_POLICIES,
 };
 
 /// PodTemplate (`template`).
 pub static POD_TEMPLATE: TemplateStrategy = TemplateStrategy {
     path: &["template"],
+    restart_policies: &[],
 };
 
 #[cfg(test)]

@@ -910,3 +910,48 @@ async fn kube_rs_helpers_add_ephemeral_containers_resize_pods_and_approve_reques
     assert_eq!(conditions[0].type_, "Approved");
     assert!(conditions[0].last_update_time.is_some());
 }
+
+/// `kubectl get csr` prints kube-apiserver's columns: NAME AGE SIGNERNAME REQUESTOR
+/// REQUESTEDDURATION CONDITION, the condition following approval.
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_get_csr_prints_upstreams_columns() {
+    let s = TestServer::start();
+    let csr = json!({
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": "dave"},
+        "spec": {"request": csr_request("dave"), "signerName": "example.com/signer", "usages": ["client auth"], "expirationSeconds": 7200}
+    });
+    let file = s.write_file("dave.json", &csr.to_string());
+    s.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
+    let requestor = get_json(&s, &["csr", "dave"])["spec"]["username"]
+        .as_str()
+        .expect("username")
+        .to_string();
+    let out = s.kubectl_ok(&["get", "csr"]);
+    let lines: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines[0],
+        [
+            "NAME",
+            "AGE",
+            "SIGNERNAME",
+            "REQUESTOR",
+            "REQUESTEDDURATION",
+            "CONDITION"
+        ],
+        "{out}"
+    );
+    assert_eq!(lines[1][0], "dave", "{out}");
+    assert_eq!(
+        lines[1][2..],
+        ["example.com/signer", requestor.as_str(), "120m", "Pending"],
+        "{out}"
+    );
+    s.kubectl_ok(&["certificate", "approve", "dave"]);
+    let out = s.kubectl_ok(&["get", "csr", "dave", "--no-headers"]);
+    assert!(out.trim_end().ends_with("Approved"), "{out}");
+}
