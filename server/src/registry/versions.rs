@@ -133,7 +133,8 @@ impl Family {
         let Some(schema) = self.schemas.get(&self.storage_api_version) else {
             return causes;
         };
-        let Ok(stored) = self.convert_from(obj.clone(), api_version, &self.storage_api_version) else {
+        let Ok(stored) = self.convert_from(obj.clone(), api_version, &self.storage_api_version)
+        else {
             return causes;
         };
         for c in super::schema::validate(&stored, schema) {
