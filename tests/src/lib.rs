@@ -908,6 +908,40 @@ pub struct RawResponse {
     pub json: serde_json::Value,
 }
 
+/// Sends `body` (JSON, or any text) with `content_type` as `s`'s admin and returns the
+/// response whatever its status: [`raw_request`] on a fresh client.
+pub async fn send(
+    s: &TestServer,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: impl std::fmt::Display,
+) -> RawResponse {
+    let client = s.client().await;
+    raw_request(&client, method, path, Some(content_type), body.to_string()).await
+}
+
+/// A 422 Invalid answer's causes as (field, message) pairs.
+///
+/// # Panics
+///
+/// When the answer is not a 422 Invalid Status with causes.
+pub fn invalid_causes(r: &RawResponse) -> Vec<(String, String)> {
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(r.json["reason"], "Invalid", "{}", r.text);
+    r.json["details"]["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .map(|c| {
+            (
+                c["field"].as_str().unwrap_or_default().to_string(),
+                c["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
 /// Sends a raw request through `client` (which adds the server URL, TLS and the
 /// bearer token) and returns the response whatever its status.
 ///

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use apiserver_tests::{raw_request, RawResponse, TestServer};
+use apiserver_tests::{invalid_causes, raw_request, send, TestServer};
 use serde_json::{json, Value};
 
 /// How long a server-side step (a controller, a grace period of a few seconds) may take.
@@ -39,34 +39,6 @@ fn wait_gone(s: &TestServer, args: &[&str], within: Duration) -> Duration {
         std::thread::sleep(Duration::from_millis(200));
     }
     start.elapsed()
-}
-
-/// A 422 answer's causes as (field, message) pairs.
-fn causes(r: &RawResponse) -> Vec<(String, String)> {
-    assert_eq!(r.status, 422, "{}", r.text);
-    assert_eq!(r.json["reason"], "Invalid", "{}", r.text);
-    r.json["details"]["causes"]
-        .as_array()
-        .expect("causes")
-        .iter()
-        .map(|c| {
-            (
-                c["field"].as_str().unwrap_or_default().to_string(),
-                c["message"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
-}
-
-async fn send(
-    s: &TestServer,
-    method: &str,
-    path: &str,
-    content_type: &str,
-    body: Value,
-) -> RawResponse {
-    let client = s.client().await;
-    raw_request(&client, method, path, Some(content_type), body.to_string()).await
 }
 
 const JSON: &str = "application/json";
@@ -107,7 +79,7 @@ async fn kubectl_debug_adds_an_ephemeral_container_which_stays_as_it_was_added()
     without["spec"]["ephemeralContainers"] = json!([]);
     let refused = send(&s, "PUT", path, JSON, without).await;
     assert_eq!(
-        causes(&refused),
+        invalid_causes(&refused),
         [(
             "spec.ephemeralContainers".to_string(),
             "Forbidden: existing ephemeral containers \"debugger\" may not be removed".to_string()
@@ -122,7 +94,7 @@ async fn kubectl_debug_adds_an_ephemeral_container_which_stays_as_it_was_added()
     )
     .await;
     assert_eq!(
-        causes(&changed),
+        invalid_causes(&changed),
         [(
             "spec.ephemeralContainers[debugger]".to_string(),
             "Forbidden: existing ephemeral containers \"debugger\" may not be changed".to_string()
@@ -138,7 +110,7 @@ async fn kubectl_debug_adds_an_ephemeral_container_which_stays_as_it_was_added()
     )
     .await;
     assert_eq!(
-        causes(&bad),
+        invalid_causes(&bad),
         [
             (
                 "spec.ephemeralContainers[1].ports".to_string(),
@@ -199,7 +171,7 @@ async fn kubectl_debug_adds_an_ephemeral_container_which_stays_as_it_was_added()
     )
     .await;
     assert_eq!(
-        causes(&created),
+        invalid_causes(&created),
         [(
             "spec.ephemeralContainers".to_string(),
             "Forbidden: cannot be set on create".to_string()
@@ -244,7 +216,7 @@ async fn a_resize_changes_container_resources_and_nothing_else() {
     )
     .await;
     assert_eq!(
-        causes(&guaranteed),
+        invalid_causes(&guaranteed),
         [(
             "spec".to_string(),
             "Invalid value: \"Burstable\": Pod QOS Class may not change as a result of resizing"
@@ -260,7 +232,7 @@ async fn a_resize_changes_container_resources_and_nothing_else() {
     )
     .await;
     assert_eq!(
-        causes(&removed),
+        invalid_causes(&removed),
         [(
             "spec.containers[0].resources.requests".to_string(),
             "Forbidden: resource requests cannot be removed".to_string()
@@ -275,7 +247,7 @@ async fn a_resize_changes_container_resources_and_nothing_else() {
     )
     .await;
     assert_eq!(
-        causes(&other),
+        invalid_causes(&other),
         [(
             "spec".to_string(),
             "Forbidden: only cpu and memory resources are mutable".to_string()
@@ -350,7 +322,7 @@ async fn namespaces_finalize_releases_a_stuck_namespace_and_changes_nothing_else
     )
     .await;
     assert_eq!(
-        causes(&bad),
+        invalid_causes(&bad),
         [(
             "spec.finalizers[0]".to_string(),
             "Invalid value: \"unqualified\": name is neither a standard finalizer name nor is it fully qualified".to_string()
@@ -612,7 +584,7 @@ async fn kubectl_certificate_approve_and_deny_go_through_approval_and_never_both
         .push(json!({"type": "Denied", "status": "True", "reason": "KubectlDeny"}));
     let refused = send(&s, "PUT", &format!("{path}/approval"), JSON, both).await;
     assert_eq!(
-        causes(&refused),
+        invalid_causes(&refused),
         [(
             "status.conditions[1].type".to_string(),
             "Invalid value: \"Denied\": Approved and Denied conditions are mutually exclusive"
@@ -624,7 +596,7 @@ async fn kubectl_certificate_approve_and_deny_go_through_approval_and_never_both
     without["status"]["conditions"] = json!([]);
     let removed = send(&s, "PUT", &format!("{path}/approval"), JSON, without).await;
     assert_eq!(
-        causes(&removed),
+        invalid_causes(&removed),
         [(
             "status.conditions".to_string(),
             "Forbidden: updates may not remove a condition of type \"Approved\"".to_string()
@@ -650,7 +622,7 @@ async fn kubectl_certificate_approve_and_deny_go_through_approval_and_never_both
     )
     .await;
     assert_eq!(
-        causes(&approved_by_status),
+        invalid_causes(&approved_by_status),
         [(
             "status.conditions".to_string(),
             "Forbidden: updates may not add a condition of type \"Approved\"".to_string()
@@ -685,7 +657,7 @@ async fn kubectl_certificate_approve_and_deny_go_through_approval_and_never_both
     )
     .await;
     assert_eq!(
-        causes(&resigned),
+        invalid_causes(&resigned),
         [(
             "status.certificate".to_string(),
             "Forbidden: updates may not modify existing certificate content".to_string()

@@ -3,7 +3,7 @@
 //! checks of pods and pod templates (container names, images, ports, resources), in
 //! kube-apiserver's words and field paths.
 
-use apiserver_tests::{raw_request, RawResponse, TestServer};
+use apiserver_tests::{invalid_causes, send, TestServer};
 use serde_json::{json, Value};
 
 const JSON: &str = "application/json";
@@ -12,34 +12,6 @@ const JSON_PATCH: &str = "application/json-patch+json";
 
 /// Upstream's list of what a pod update may change, as its refusal names it.
 const UPDATABLE: &str = "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
-
-async fn send(
-    s: &TestServer,
-    method: &str,
-    path: &str,
-    content_type: &str,
-    body: &Value,
-) -> RawResponse {
-    let client = s.client().await;
-    raw_request(&client, method, path, Some(content_type), body.to_string()).await
-}
-
-/// A 422 answer's causes as (field, message) pairs.
-fn causes(r: &RawResponse) -> Vec<(String, String)> {
-    assert_eq!(r.status, 422, "{}", r.text);
-    assert_eq!(r.json["reason"], "Invalid", "{}", r.text);
-    r.json["details"]["causes"]
-        .as_array()
-        .expect("causes")
-        .iter()
-        .map(|c| {
-            (
-                c["field"].as_str().unwrap_or_default().to_string(),
-                c["message"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
-}
 
 fn pod_json(s: &TestServer, name: &str) -> Value {
     serde_json::from_str(&s.kubectl_ok(&["get", "pod", name, "-o", "json"])).expect("JSON")
@@ -106,7 +78,7 @@ async fn a_pod_update_changes_images_deadlines_and_tolerations_only() {
         &json!({"spec": {"restartPolicy": "Never"}}),
     )
     .await;
-    let c = causes(&r);
+    let c = invalid_causes(&r);
     assert_eq!(c.len(), 1, "{c:?}");
     assert_eq!(c[0].0, "spec");
     assert!(
@@ -130,7 +102,7 @@ async fn a_pod_update_changes_images_deadlines_and_tolerations_only() {
     )
     .await;
     assert_eq!(
-        causes(&r),
+        invalid_causes(&r),
         vec![(
             "spec.activeDeadlineSeconds".to_string(),
             "Invalid value: 900: must be less than or equal to previous value".to_string()
@@ -145,7 +117,7 @@ async fn a_pod_update_changes_images_deadlines_and_tolerations_only() {
     )
     .await;
     assert_eq!(
-        causes(&r),
+        invalid_causes(&r),
         vec![(
             "spec.activeDeadlineSeconds".to_string(),
             "Invalid value: \"null\": must not update from a positive integer to nil value"
@@ -161,7 +133,7 @@ async fn a_pod_update_changes_images_deadlines_and_tolerations_only() {
     )
     .await;
     assert_eq!(
-        causes(&r),
+        invalid_causes(&r),
         vec![(
             "spec.tolerations".to_string(),
             "Forbidden: existing toleration can not be modified except its tolerationSeconds"
@@ -177,7 +149,7 @@ async fn a_pod_update_changes_images_deadlines_and_tolerations_only() {
     )
     .await;
     assert_eq!(
-        causes(&r),
+        invalid_causes(&r),
         vec![(
             "spec.containers".to_string(),
             "Forbidden: pod updates may not add or remove containers".to_string()
@@ -192,7 +164,7 @@ async fn a_pod_update_changes_images_deadlines_and_tolerations_only() {
     )
     .await;
     assert_eq!(
-        causes(&r),
+        invalid_causes(&r),
         vec![(
             "spec.containers[0].image".to_string(),
             "Required value".to_string()
@@ -226,7 +198,7 @@ async fn pod_specs_are_checked_as_upstream_checks_them() {
     .iter()
     .map(|(f, m)| (f.to_string(), m.to_string()))
     .collect();
-    assert_eq!(causes(&r), want, "{}", r.text);
+    assert_eq!(invalid_causes(&r), want, "{}", r.text);
     assert!(r.json["message"]
         .as_str()
         .unwrap_or_default()
@@ -265,7 +237,7 @@ async fn pod_specs_are_checked_as_upstream_checks_them() {
     )
     .await;
     assert_eq!(
-        causes(&r),
+        invalid_causes(&r),
         vec![(
             "spec.template.spec.containers[0].image".to_string(),
             "Required value".to_string()
@@ -305,7 +277,7 @@ async fn a_claims_spec_is_fixed_but_a_bound_claim_expands() {
     let grow = json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}});
 
     // Unbound: the request is as fixed as the rest.
-    let c = causes(&send(&s, "PATCH", CLAIM, MERGE, &grow).await);
+    let c = invalid_causes(&send(&s, "PATCH", CLAIM, MERGE, &grow).await);
     assert_eq!(c.len(), 1, "{c:?}");
     assert_eq!(c[0].0, "spec");
     assert!(c[0].1.starts_with(CLAIM_FIXED), "{}", c[0].1);
@@ -325,7 +297,7 @@ async fn a_claims_spec_is_fixed_but_a_bound_claim_expands() {
     )
     .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    let c = causes(
+    let c = invalid_causes(
         &send(
             &s,
             "PATCH",
@@ -352,7 +324,7 @@ async fn a_claims_spec_is_fixed_but_a_bound_claim_expands() {
     assert_eq!(r.json["spec"]["resources"]["requests"]["storage"], "2Gi");
     let shrink = json!({"spec": {"resources": {"requests": {"storage": "1Gi"}}}});
     assert_eq!(
-        causes(&send(&s, "PATCH", CLAIM, MERGE, &shrink).await),
+        invalid_causes(&send(&s, "PATCH", CLAIM, MERGE, &shrink).await),
         vec![(
             "spec.resources.requests.storage".to_string(),
             "Forbidden: field can not be less than status.capacity".to_string()
@@ -429,7 +401,7 @@ async fn env_volumes_probes_and_security_contexts_are_checked_as_upstream() {
         cause("spec.securityContext.fsGroup", "Invalid value: -1: must be between 0 and 2147483647, inclusive"),
         cause("spec.securityContext.seccompProfile.type", "Unsupported value: \"Custom\": supported values: \"Localhost\", \"RuntimeDefault\", \"Unconfined\""),
     ];
-    assert_eq!(causes(&r), want, "{}", r.text);
+    assert_eq!(invalid_causes(&r), want, "{}", r.text);
 
     // A template is checked the same way, at its own path, with its kind's restart
     // policies: a Deployment's pods always restart, a Job's never always do.
@@ -449,7 +421,7 @@ async fn env_volumes_probes_and_security_contexts_are_checked_as_upstream() {
     )
     .await;
     assert_eq!(
-        causes(&r),
+        invalid_causes(&r),
         vec![
             cause(
                 "spec.template.spec.containers[0].env[0].valueFrom",
@@ -476,7 +448,7 @@ async fn env_volumes_probes_and_security_contexts_are_checked_as_upstream() {
     )
     .await;
     assert_eq!(
-        causes(&r),
+        invalid_causes(&r),
         vec![cause(
             "spec.template.spec.restartPolicy",
             "Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\""
@@ -704,7 +676,7 @@ async fn nodes_and_persistent_volumes_follow_upstreams_rules() {
     )
     .await;
     assert_eq!(
-        causes(&r),
+        invalid_causes(&r),
         vec![
             cause(
                 "spec.podCIDRs",
@@ -725,7 +697,7 @@ async fn nodes_and_persistent_volumes_follow_upstreams_rules() {
     )
     .await;
     assert_eq!(
-        causes(&r),
+        invalid_causes(&r),
         vec![cause("spec.podCIDRs[0]", "Invalid value: \"10.0.0.0/33\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)")]
     );
 
@@ -741,7 +713,7 @@ async fn nodes_and_persistent_volumes_follow_upstreams_rules() {
     )
     .await;
     assert_eq!(
-        causes(&r),
+        invalid_causes(&r),
         vec![
             cause("metadata.taints[1]", "Duplicate value: core.Taint{Key:\"dedicated\", Value:\"web\", Effect:\"NoSchedule\", TimeAdded:(*v1.Time)(nil)}: taints must be unique by key and effect pair"),
             cause("metadata.taints[2].key", "Invalid value: \"bad key\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
@@ -760,7 +732,7 @@ async fn nodes_and_persistent_volumes_follow_upstreams_rules() {
     )
     .await;
     assert_eq!(
-        causes(&r),
+        invalid_causes(&r),
         vec![
             cause("spec.capacity[storage]", "Invalid value: \"0\": must be greater than zero"),
             cause("spec.accessModes", "Unsupported value: \"ReadWriteSometimes\": supported values: \"ReadOnlyMany\", \"ReadWriteMany\", \"ReadWriteOnce\", \"ReadWriteOncePod\""),
