@@ -137,7 +137,7 @@ phase "black-box suites on etcd (APISERVER_TEST_STORAGE=etcd)"
 semantics_suites=(tests/tests/blackbox/semantics_*.rs)
 semantics_suites=("${semantics_suites[@]##*/}")
 semantics_suites=("${semantics_suites[@]%.rs}")
-etcd_suites=("${semantics_suites[@]}" watch kubectl kube_client apply bad_input server_bugs harness live_catalog crd crd_clients crd_conversion versions rbac service_accounts services garbage_collection encryption)
+etcd_suites=("${semantics_suites[@]}" watch kubectl kube_client apply bad_input server_bugs harness live_catalog crd crd_clients crd_conversion versions events rbac service_accounts services garbage_collection encryption)
 blackbox=$(
   cargo test --workspace --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, sys
