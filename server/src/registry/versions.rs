@@ -4,12 +4,14 @@
 //! (`codegen::conversion`) and its named hook (`conversion_hooks`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use codegen::model::{Conversion, ResourceDef};
 use serde_json::Value;
 
 use super::conversion_hooks::{self, Hook};
 use crate::api::ApiError;
+use crate::catalog::SchemaJson;
 
 /// The versions of one compiled-in kind and how each converts to the storage version.
 #[derive(Debug)]
@@ -24,7 +26,7 @@ pub struct Family {
     versions: BTreeMap<String, (Conversion, Option<Hook>)>,
     /// Every version's schema (JSON), by `apiVersion`: what a managedFields entry
     /// recorded in another version is read with.
-    schemas: BTreeMap<String, Value>,
+    schemas: BTreeMap<String, Arc<SchemaJson>>,
 }
 
 impl Family {
@@ -32,7 +34,7 @@ impl Family {
     /// `storage: true`, as codegen checked); an error names a hook the server lacks.
     pub fn new(
         members: &[&ResourceDef],
-        schemas: BTreeMap<String, Value>,
+        schemas: BTreeMap<String, Arc<SchemaJson>>,
     ) -> Result<Family, String> {
         let hub = members
             .iter()
@@ -84,7 +86,7 @@ impl Family {
     pub fn version_of(&self, api_version: &str) -> Option<(&str, &Value)> {
         let (key, schema) = self.schemas.get_key_value(api_version)?;
         let version = key.rsplit_once('/').map_or(key.as_str(), |(_, v)| v);
-        Some((version, schema))
+        Some((version, schema.get()))
     }
 
     /// `apiVersion` of stored objects.
@@ -207,7 +209,7 @@ mod tests {
             let version = entry.def.version.as_str();
             let meta = json!({ "name": "a", "namespace": "n", "labels": { "l": "1" } });
             let full = {
-                let mut o = sample(&entry.schema, 0);
+                let mut o = sample(entry.schema(), 0);
                 o["apiVersion"] = json!(entry.api_version());
                 o["kind"] = json!(entry.def.kind);
                 o["metadata"] = meta.clone();
