@@ -716,7 +716,7 @@ async fn docs_page_renders_the_kinds_in_headless_chromium() {
         String::from_utf8_lossy(&out.stderr)
     );
     for want in [
-        "kinds from 22 OpenAPI documents",
+        "kinds from 24 OpenAPI documents",
         r#"data-anchor="example.dev/v1.Widget""#,
         "Named configuration values, as text (data) or bytes (binaryData).",
         "/api/v1/namespaces/{namespace}/configmaps/{name}",
