@@ -7,8 +7,10 @@
 //! Each entry declares what the handlers need to know: its strategy hooks, whether it is
 //! a built-in kind, and its endpoints (the one table of paths, verbs and subresources).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+use serde_json::value::RawValue;
 
 use codegen::endpoints::{self, Endpoint, Subresource, Verb};
 use codegen::model::{ResourceDef, Schema, Scope};
@@ -22,9 +24,9 @@ pub struct ApiResource {
     /// create-only subresources' body schemas are left empty): the schema is held once,
     /// as JSON, in `schema`. [`ApiResource::definition`] gives the whole definition.
     pub def: ResourceDef,
-    /// The schema as JSON, with `x-protobuf-field` numbers (validation, pruning and the
-    /// protobuf transcoder walk it).
-    pub schema: serde_json::Value,
+    /// The schema as JSON (see [`ApiResource::schema`]); shared with the kind's
+    /// [`Family`](crate::registry::versions::Family).
+    schema: Arc<SchemaJson>,
     /// Whether bodies may use Kubernetes' protobuf encoding (a built-in kind with field
     /// numbers).
     pub protobuf: bool,
@@ -80,27 +82,91 @@ impl std::fmt::Debug for ApiResource {
     }
 }
 
+/// A schema as JSON. A compiled-in kind's is kept as its text in `catalog.json` (in the
+/// binary, checked to be JSON when the catalog loads) and parsed the first time it is
+/// read: most kinds are never written to or validated, and their trees were most of the
+/// idle heap (~9 MB for every built-in group).
+#[derive(Debug)]
+pub struct SchemaJson {
+    /// The text the tree is parsed from; `None` when the tree was given.
+    text: Option<&'static RawValue>,
+    tree: OnceLock<serde_json::Value>,
+}
+
+impl SchemaJson {
+    /// A schema already parsed.
+    pub fn parsed(tree: serde_json::Value) -> Self {
+        SchemaJson {
+            text: None,
+            tree: OnceLock::from(tree),
+        }
+    }
+
+    /// A schema parsed from `text` when first read.
+    fn compiled_in(text: &'static RawValue) -> Self {
+        SchemaJson {
+            text: Some(text),
+            tree: OnceLock::new(),
+        }
+    }
+
+    /// The tree (parsed now if it has not been yet).
+    pub fn get(&self) -> &serde_json::Value {
+        self.tree.get_or_init(|| match self.text {
+            // The text is checked to be JSON when the catalog loads (`RawValue` is only
+            // made of valid JSON), and a unit test parses every compiled-in schema.
+            Some(text) => serde_json::from_str(text.get())
+                .unwrap_or_else(|e| panic!("a compiled-in schema does not parse: {e}")),
+            None => serde_json::Value::Null,
+        })
+    }
+
+    /// Whether the schema may hold `key`: an unparsed text is searched for it as a key,
+    /// a tree says "maybe".
+    fn may_hold(&self, key: &str) -> bool {
+        match (self.text, self.tree.get()) {
+            (Some(text), None) => text.get().contains(&format!("\"{key}\":")),
+            _ => true,
+        }
+    }
+
+    /// Whether the schema has a protobuf field number anywhere (codegen's
+    /// `Schema::has_protobuf`), without parsing an unparsed text.
+    fn has_field_numbers(&self) -> bool {
+        match (self.text, self.tree.get()) {
+            (Some(_), None) => self.may_hold("x-protobuf-field"),
+            _ => has_field_numbers(self.get()),
+        }
+    }
+}
+
 impl ApiResource {
     /// The entry for a definition; an error when the definition names hooks the server
     /// does not have.
     pub fn new(mut def: ResourceDef) -> Result<Self, String> {
-        let schema = std::mem::take(&mut def.schema).to_json(true);
+        let schema = SchemaJson::parsed(std::mem::take(&mut def.schema).to_json(true));
         let bodies = def
             .subresources
             .create_only
             .iter_mut()
-            .map(|s| std::mem::take(&mut s.schema).to_json(true))
+            .map(|s| SchemaJson::parsed(std::mem::take(&mut s.schema).to_json(true)))
             .collect();
         Self::from_parts(def, schema, bodies)
     }
 
+    /// The schema as JSON, with `x-protobuf-field` numbers (validation, pruning and the
+    /// protobuf transcoder walk it).
+    pub fn schema(&self) -> &serde_json::Value {
+        self.schema.get()
+    }
+
     /// The entry for a definition whose schemas were taken out as JSON (`schema`, and
     /// `bodies` for its create-only subresources in order): the compiled-in catalog's
-    /// schemas are read straight into this form, never into codegen's model.
+    /// schemas are kept as their text, never read into codegen's model.
     fn from_parts(
         def: ResourceDef,
-        schema: serde_json::Value,
-        bodies: Vec<serde_json::Value>,
+        schema: SchemaJson,
+        bodies: Vec<SchemaJson>,
     ) -> Result<Self, String> {
         if bodies.len() != def.subresources.create_only.len() {
             return Err("a create-only subresource has no schema".into());
@@ -132,14 +198,21 @@ impl ApiResource {
                     .map_err(|e| format!("subresource {}: {e}", p.name))
             })
             .collect::<Result<Vec<_>, String>>()?;
-        let rules = crate::registry::cel::Rules::compile(&schema, "schema").map_err(|causes| {
-            let list: Vec<String> = causes
-                .iter()
-                .map(|c| format!("{}: {}", c.field, c.message))
-                .collect();
-            list.join("; ")
-        })?;
-        let protobuf = def.builtin && has_field_numbers(&schema);
+        // A schema without rules is not parsed for them (nor for field numbers): a
+        // compiled-in one's rules still fail the start when they do not compile.
+        let rules = match schema.may_hold("x-kubernetes-validations") {
+            false => crate::registry::cel::Rules::default(),
+            true => {
+                crate::registry::cel::Rules::compile(schema.get(), "schema").map_err(|causes| {
+                    let list: Vec<String> = causes
+                        .iter()
+                        .map(|c| format!("{}: {}", c.field, c.message))
+                        .collect();
+                    list.join("; ")
+                })?
+            }
+        };
+        let protobuf = def.builtin && schema.has_field_numbers();
         let endpoints = endpoints::endpoints(&def);
         let selectable_fields = def
             .selectable_fields
@@ -149,7 +222,7 @@ impl ApiResource {
         Ok(ApiResource {
             api_version: def.api_version(),
             def,
-            schema,
+            schema: Arc::new(schema),
             rules,
             crd: None,
             versions: None,
@@ -169,14 +242,14 @@ impl ApiResource {
         // The JSON was written by `Schema::to_json`, which `Schema::from_json` reads back.
         let model = |json: &serde_json::Value| Schema::from_json(json).unwrap_or_default();
         let mut def = self.def.clone();
-        def.schema = model(&self.schema);
+        def.schema = model(self.schema());
         for (sub, kind) in def
             .subresources
             .create_only
             .iter_mut()
             .zip(&self.subresource_kinds)
         {
-            sub.schema = model(&kind.schema);
+            sub.schema = model(kind.schema());
         }
         def
     }
@@ -353,7 +426,7 @@ pub(crate) fn test_resource(schema: serde_json::Value) -> ApiResource {
         conversion: None,
     })
     .expect("the test definition is valid");
-    res.schema = schema;
+    res.schema = Arc::new(SchemaJson::parsed(schema));
     res
 }
 
@@ -488,31 +561,66 @@ impl Catalog {
     /// A catalog of the compiled-in definitions (`generated::CATALOG`: codegen's model as
     /// JSON, `{"description": .., "definitions": [..]}`).
     ///
-    /// Each schema is taken out of the parsed JSON as it is (the catalog holds what
-    /// `Schema::to_json` wrote) and only the rest of the definition goes through codegen's
-    /// model: reading ~15,000 schema nodes into the model and writing them back out as
-    /// JSON was most of the start-up time, and keeping both forms doubled the memory.
-    pub fn from_definitions(json: &str) -> Result<Self, String> {
+    /// Each schema is kept as its text in `json` ([`SchemaJson`], parsed when first read)
+    /// and only the rest of the definition goes through codegen's model: reading ~15,000
+    /// schema nodes into the model and writing them back out as JSON was most of the
+    /// start-up time, and even as JSON trees the schemas were most of the idle heap.
+    pub fn from_definitions(json: &'static str) -> Result<Self, String> {
         use serde_json::Value;
+        /// A JSON object's members, unparsed.
+        type Members = BTreeMap<String, &'static RawValue>;
+        #[derive(serde::Deserialize)]
+        struct Compiled<'a> {
+            #[serde(borrow)]
+            definitions: Vec<BTreeMap<String, &'a RawValue>>,
+        }
         let fail =
             |e: &dyn std::fmt::Display| format!("the compiled-in catalog does not load: {e}");
-        let mut compiled: Value = serde_json::from_str(json).map_err(|e| fail(&e))?;
-        let definitions = match compiled.get_mut("definitions") {
-            Some(Value::Array(list)) => std::mem::take(list),
-            _ => return Err(fail(&"no `definitions` list")),
+        // Parsing into `RawValue`s checks that every schema is JSON.
+        let compiled: Compiled = serde_json::from_str(json).map_err(|e| fail(&e))?;
+        let parse = |raw: &'static RawValue| -> Result<Value, String> {
+            serde_json::from_str(raw.get()).map_err(|e| fail(&e))
         };
-        let take_schema = |v: &mut Value| match v.get_mut("schema") {
-            Some(s) => std::mem::replace(s, Value::Object(Default::default())),
-            None => Value::Null,
+        let object = |members: Members| -> Result<serde_json::Map<String, Value>, String> {
+            members
+                .into_iter()
+                .map(|(k, raw)| Ok((k, parse(raw)?)))
+                .collect()
         };
-        let mut entries = Vec::with_capacity(definitions.len());
-        for mut v in definitions {
-            let schema = take_schema(&mut v);
-            let bodies = match v.pointer_mut("/subresources/createOnly") {
-                Some(Value::Array(subs)) => subs.iter_mut().map(take_schema).collect(),
-                _ => Vec::new(),
+        // A definition (or a create-only body kind) as codegen's model reads it, with an
+        // empty schema, and its schema kept as text.
+        let definition = |mut members: Members| -> Result<(Value, SchemaJson), String> {
+            let schema = match members.remove("schema") {
+                Some(text) => SchemaJson::compiled_in(text),
+                None => SchemaJson::parsed(Value::Null),
             };
-            let def: ResourceDef = serde_json::from_value(v).map_err(|e| fail(&e))?;
+            let mut def = object(members)?;
+            def.insert("schema".into(), Value::Object(Default::default()));
+            Ok((Value::Object(def), schema))
+        };
+        let mut entries = Vec::with_capacity(compiled.definitions.len());
+        for mut members in compiled.definitions {
+            // The create-only subresources' body schemas are kept as text too.
+            let mut subresources = match members.remove("subresources") {
+                Some(raw) => serde_json::from_str::<Members>(raw.get()).map_err(|e| fail(&e))?,
+                None => Members::new(),
+            };
+            let create_only = subresources.remove("createOnly");
+            let mut subs = object(subresources)?;
+            let mut bodies = Vec::new();
+            if let Some(raw) = create_only {
+                let list: Vec<Members> = serde_json::from_str(raw.get()).map_err(|e| fail(&e))?;
+                let mut kinds = Vec::with_capacity(list.len());
+                for sub in list {
+                    let (kind, schema) = definition(sub)?;
+                    kinds.push(kind);
+                    bodies.push(schema);
+                }
+                subs.insert("createOnly".into(), Value::Array(kinds));
+            }
+            let (mut def, schema) = definition(members)?;
+            def["subresources"] = Value::Object(subs);
+            let def: ResourceDef = serde_json::from_value(def).map_err(|e| fail(&e))?;
             entries.push(ApiResource::from_parts(def, schema, bodies).map_err(|e| fail(&e))?);
         }
         join_families(&mut entries)?;
@@ -688,10 +796,38 @@ mod tests {
         assert_eq!(c.all().len(), compiled.definitions.len());
         for def in compiled.definitions {
             let entry = c.get(&def.group, &def.version, &def.plural).unwrap();
-            assert_eq!(entry.schema, def.schema.to_json(true), "{}", def.kind);
+            assert_eq!(entry.schema(), &def.schema.to_json(true), "{}", def.kind);
             assert_eq!(entry.protobuf, def.has_protobuf(), "{}", def.kind);
             assert_eq!(entry.definition(), def, "{}", def.kind);
         }
+    }
+
+    #[test]
+    fn compiled_in_schemas_are_parsed_when_first_read() {
+        let c = compiled_in();
+        let pods = c.get("", "v1", "pods").unwrap();
+        assert!(c.all().iter().all(|e| e.schema.tree.get().is_none()));
+        assert!(pods.protobuf, "field numbers are found in the text");
+        assert!(pods
+            .schema()
+            .pointer("/properties/spec/properties/containers")
+            .is_some());
+        assert!(pods.schema.tree.get().is_some());
+    }
+
+    #[test]
+    fn a_compiled_in_schema_that_is_not_json_fails_the_load() {
+        let good = crate::generated::CATALOG;
+        let bad = good.replacen("\"schema\":{", "\"schema\":{,", 1);
+        let err = Catalog::from_definitions(Box::leak(bad.into_boxed_str())).unwrap_err();
+        assert!(
+            err.starts_with("the compiled-in catalog does not load"),
+            "{err}"
+        );
+        // Rules are compiled when the catalog loads, even though schemas are not parsed.
+        let rule = r#""x-kubernetes-validations":[{"rule":"self.x ==","message":"m"}],"#;
+        let bad = good.replacen("\"schema\":{", &format!("\"schema\":{{{rule}"), 1);
+        assert!(Catalog::from_definitions(Box::leak(bad.into_boxed_str())).is_err());
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub fn expression_warnings(policy: &Value, catalog: &Catalog) -> Vec<Value> {
             let per_kind: Vec<String> = kinds
                 .iter()
                 .filter_map(|res| {
-                    let issues = undefined_fields(expr, TYPED, &res.schema)?;
+                    let issues = undefined_fields(expr, TYPED, res.schema())?;
                     Some(format!("{}: {issues}\n", group_version_kind(res)))
                 })
                 .collect();

@@ -91,7 +91,7 @@ pub fn decode_body_as(
             })?
         }
         PROTOBUF if res.protobuf => {
-            let value = protobuf::decode_object(body, &res.schema)
+            let value = protobuf::decode_object(body, res.schema())
                 .map_err(|e| unrecognized(format!("couldn't decode protobuf: {e}")))?;
             // Nested messages stop at protobuf::MAX_DEPTH, but maps and lists add levels
             // of JSON: keep to what a JSON body may nest, so the object reads back.
@@ -113,8 +113,8 @@ pub fn decode_body_as(
     }
     check_type_meta(&value, res)?;
     let bad_bytes = || match res.builtin() {
-        true => crate::api::byte_fields::first_illegal_base64(&value, &res.schema).or_else(|| {
-            crate::api::quantity::first_unparsable(&value, &res.schema).map(str::to_string)
+        true => crate::api::byte_fields::first_illegal_base64(&value, res.schema()).or_else(|| {
+            crate::api::quantity::first_unparsable(&value, res.schema()).map(str::to_string)
         }),
         false => None,
     };
@@ -295,9 +295,9 @@ pub fn respond_object(
             .and_then(Value::as_str)
             .unwrap_or_default();
         let encoded = if kind == res.def.kind {
-            Some(protobuf::encode_object(value, &res.schema))
+            Some(protobuf::encode_object(value, res.schema()))
         } else if kind == res.def.list_kind {
-            Some(protobuf::encode_list(value, &res.schema))
+            Some(protobuf::encode_list(value, res.schema()))
         } else {
             None
         };

@@ -306,7 +306,7 @@ impl Encoder {
     /// One event: a JSON line, or a length-prefixed protobuf frame.
     fn frame(&mut self, type_: &str, obj: &Value) -> Bytes {
         if self.protobuf() {
-            match crate::protobuf::encode_watch_frame(type_, obj, &self.res.schema) {
+            match crate::protobuf::encode_watch_frame(type_, obj, self.res.schema()) {
                 Ok(f) => return Bytes::from(f),
                 Err(e) => {
                     return self.error(&ApiError::internal(format!("encoding a watch event: {e}")))

@@ -94,7 +94,7 @@ fn shipped_objects() -> BoxedStrategy<(Value, Value)> {
         .into_iter()
         .filter(|r| r.protobuf)
         .filter_map(|r| {
-            let schema = r.schema.clone();
+            let schema = r.schema().clone();
             let (api_version, kind) = (r.api_version().to_string(), r.def.kind.clone());
             let body = value(&schema, 0)?;
             Some(

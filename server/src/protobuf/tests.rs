@@ -848,11 +848,11 @@ fn catalog_schema(api_version: &str, kind: &str) -> Value {
         .expect("the compiled-in catalog loads");
     for r in catalog.all() {
         if r.api_version() == api_version && r.def.kind == kind {
-            return r.schema.clone();
+            return r.schema().clone();
         }
         for body in &r.subresource_kinds {
             if body.api_version() == api_version && body.def.kind == kind {
-                return body.schema.clone();
+                return body.schema().clone();
             }
         }
     }

@@ -102,7 +102,7 @@ pub fn apply(
             m.remove("status");
         }
     }
-    let applied: Vec<(Path, Value)> = field_set(&scoped_intent, &res.schema, include_status, true);
+    let applied: Vec<(Path, Value)> = field_set(&scoped_intent, res.schema(), include_status, true);
     let applied_paths: BTreeSet<Path> = applied.iter().map(|(p, _)| p.clone()).collect();
     let is_me = |o: &Owner| {
         o.manager == manager && o.operation == "Apply" && o.subresource.as_deref() == subresource
@@ -148,7 +148,7 @@ pub fn apply(
     merge(
         &mut merged,
         &scoped_intent,
-        &json!({ "type": "object", "properties": res.schema.get("properties").cloned().unwrap_or(Value::Null) }),
+        &json!({ "type": "object", "properties": res.schema().get("properties").cloned().unwrap_or(Value::Null) }),
     );
 
     // Fields this manager applied before but not now, that nobody else owns, go away.

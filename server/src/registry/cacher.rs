@@ -14,9 +14,9 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::{broadcast, watch, Notify};
+use tokio::sync::{watch, Notify};
 
-use super::feed::{Feed, FeedPlace};
+use super::feed::{Feed, FeedPlace, Live};
 use crate::storage::{
     EventReceiver, KeyValue, ListPage, Storage, StorageError, StoredEvent, WatchItem,
 };
@@ -59,8 +59,8 @@ struct State {
     /// The revision `objects` reflect.
     revision: u64,
     /// Live changes for watchers of the whole resource. Created on first watch (its
-    /// buffer is most of what an idle resource costs), dropped when no one listens;
-    /// dropped on re-load, which ends every watch.
+    /// buffer, made on the first change after that, is most of what a watched resource
+    /// costs), dropped when no one listens; dropped on re-load, which ends every watch.
     events: Option<Feed>,
     /// Live changes per namespace, for watchers of one namespace: a change wakes only the
     /// watchers it concerns. Created on first watch, dropped when no one listens.
@@ -82,7 +82,7 @@ pub struct CacheWatch {
     /// Changes after the start point that the cache already holds.
     pub backlog: VecDeque<Arc<StoredEvent>>,
     /// Changes as they come (all of the resource; the watcher filters by key).
-    pub live: broadcast::Receiver<Arc<StoredEvent>>,
+    pub live: Live,
     /// The watch's place in the feed `live` receives (which terminates it when it falls
     /// behind).
     pub place: Arc<FeedPlace>,

@@ -4,11 +4,15 @@
 //! once it has fallen more than a whole buffer behind, as kube-apiserver's cacher
 //! terminates a watcher whose channel stays full: its owner is told, so the connection
 //! ends instead of being held until the watch's timeout.
+//!
+//! The channel (its buffer: ~33 KB for 1,024 events) is made when the first change is
+//! sent, not when the first watcher subscribes: the controllers watch every kind they
+//! follow from the start, and most kinds of an idle server never change.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, Notify};
 
 use crate::storage::StoredEvent;
 
@@ -37,9 +41,69 @@ impl FeedPlace {
     }
 }
 
+type Receiver = broadcast::Receiver<Arc<StoredEvent>>;
+
+/// A watcher's end of a [`Feed`]: the feed's receiver, once the feed has a channel.
+pub struct Live {
+    rx: Option<Receiver>,
+    /// Where the feed puts the receiver when it makes its channel.
+    pending: Arc<Pending>,
+}
+
+/// A receiver on its way to a watcher that subscribed before the channel was made.
+#[derive(Default)]
+struct Pending {
+    rx: Mutex<Option<Receiver>>,
+    /// The feed went before it made a channel: the watch ends.
+    closed: AtomicBool,
+    ready: Notify,
+}
+
+impl Live {
+    /// The next change, as `broadcast::Receiver::recv` gives it (cancel-safe).
+    pub async fn recv(&mut self) -> Result<Arc<StoredEvent>, broadcast::error::RecvError> {
+        loop {
+            if let Some(rx) = &mut self.rx {
+                return rx.recv().await;
+            }
+            let made = self
+                .pending
+                .rx
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            match made {
+                Some(rx) => self.rx = Some(rx),
+                None if self.pending.closed.load(Ordering::Acquire) => {
+                    return Err(broadcast::error::RecvError::Closed)
+                }
+                // `notify_one` keeps a permit: a wake between the checks and here is kept.
+                None => self.pending.ready.notified().await,
+            }
+        }
+    }
+
+    /// Whether no change is waiting to be received.
+    pub fn is_empty(&self) -> bool {
+        match &self.rx {
+            Some(rx) => rx.is_empty(),
+            None => self
+                .pending
+                .rx
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .is_none_or(Receiver::is_empty),
+        }
+    }
+}
+
 /// A broadcast channel of changes with its watchers' places.
 pub struct Feed {
-    tx: broadcast::Sender<Arc<StoredEvent>>,
+    /// Made on the first send.
+    tx: Option<broadcast::Sender<Arc<StoredEvent>>>,
+    /// Before that, the watchers waiting for their receivers.
+    waiting: Vec<Weak<Pending>>,
     capacity: u64,
     /// Events sent so far.
     sent: u64,
@@ -50,7 +114,8 @@ impl Feed {
     /// A feed buffering `capacity` events.
     pub fn new(capacity: usize) -> Feed {
         Feed {
-            tx: broadcast::channel(capacity).0,
+            tx: None,
+            waiting: Vec::new(),
             capacity: capacity as u64,
             sent: 0,
             places: Vec::new(),
@@ -58,7 +123,7 @@ impl Feed {
     }
 
     /// A new watcher: its receiver and its place.
-    pub fn subscribe(&mut self) -> (broadcast::Receiver<Arc<StoredEvent>>, Arc<FeedPlace>) {
+    pub fn subscribe(&mut self) -> (Live, Arc<FeedPlace>) {
         self.places.retain(|p| p.strong_count() > 0);
         let place = Arc::new(FeedPlace {
             start: self.sent,
@@ -66,19 +131,44 @@ impl Feed {
             on_terminated: OnceLock::new(),
         });
         self.places.push(Arc::downgrade(&place));
-        (self.tx.subscribe(), place)
+        let pending = Arc::new(Pending::default());
+        let rx = match &self.tx {
+            Some(tx) => Some(tx.subscribe()),
+            None => {
+                self.waiting.retain(|p| p.strong_count() > 0);
+                self.waiting.push(Arc::downgrade(&pending));
+                None
+            }
+        };
+        (Live { rx, pending }, place)
     }
 
     /// Sends `event` to every watcher; false when none is left (the feed can go).
     /// Watchers that have now lost an unread event are terminated.
     pub fn send(&mut self, event: Arc<StoredEvent>) -> bool {
-        if self.tx.send(event).is_err() {
+        let tx = match &mut self.tx {
+            Some(tx) => tx,
+            None => {
+                let waiting: Vec<Arc<Pending>> =
+                    self.waiting.drain(..).filter_map(|p| p.upgrade()).collect();
+                if waiting.is_empty() {
+                    return false;
+                }
+                let tx = broadcast::channel(self.capacity as usize).0;
+                for p in waiting {
+                    *p.rx.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx.subscribe());
+                    p.ready.notify_one();
+                }
+                self.tx.insert(tx)
+            }
+        };
+        if tx.send(event).is_err() {
             return false;
         }
         self.sent += 1;
         // The buffer holds an event some receiver has not seen only up to its capacity:
         // below that no watcher can have fallen behind, and nothing is looked at.
-        if self.tx.len() as u64 >= self.capacity {
+        if tx.len() as u64 >= self.capacity {
             self.terminate_stalled();
         }
         true
@@ -103,10 +193,22 @@ impl Feed {
     }
 }
 
+impl Drop for Feed {
+    /// Ends the watches still waiting for a channel (a made channel's receivers see it
+    /// closed).
+    fn drop(&mut self) {
+        for p in self.waiting.drain(..).filter_map(|p| p.upgrade()) {
+            p.closed.store(true, Ordering::Release);
+            p.ready.notify_one();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
 
     fn event(revision: u64) -> Arc<StoredEvent> {
         Arc::new(StoredEvent {
@@ -158,5 +260,38 @@ mod tests {
         let (rx, _place) = feed.subscribe();
         drop(rx);
         assert!(!feed.send(event(1)));
+        // And once its channel is made.
+        let mut feed = Feed::new(4);
+        let (rx, _place) = feed.subscribe();
+        assert!(feed.send(event(1)));
+        drop(rx);
+        assert!(!feed.send(event(2)));
+    }
+
+    #[tokio::test]
+    async fn the_channel_is_made_by_the_first_send_and_reaches_earlier_watchers() {
+        let mut feed = Feed::new(4);
+        let (mut early, _) = feed.subscribe();
+        assert!(feed.tx.is_none(), "no buffer before a change");
+        assert!(early.is_empty());
+        // A watcher already waiting is woken by the first change.
+        let waiting = tokio::spawn(async move { early.recv().await.map(|e| e.revision) });
+        tokio::task::yield_now().await;
+        assert!(feed.send(event(1)));
+        let (mut late, _) = feed.subscribe();
+        assert!(feed.send(event(2)));
+        let got = tokio::time::timeout(Duration::from_secs(10), waiting).await;
+        assert_eq!(got.unwrap().unwrap().unwrap(), 1);
+        assert!(!late.is_empty());
+        assert_eq!(late.recv().await.unwrap().revision, 2);
+    }
+
+    #[tokio::test]
+    async fn a_feed_dropped_before_any_change_ends_its_watches() {
+        let mut feed = Feed::new(4);
+        let (mut live, _) = feed.subscribe();
+        drop(feed);
+        let got = tokio::time::timeout(Duration::from_secs(10), live.recv()).await;
+        assert!(matches!(got, Ok(Err(broadcast::error::RecvError::Closed))));
     }
 }

@@ -218,7 +218,7 @@ pub fn record_update(
     subresource: Option<&str>,
     now: &str,
 ) {
-    let (schema, api_version) = (&res.schema, res.api_version());
+    let (schema, api_version) = (res.schema(), res.api_version());
     let include_status = subresource == Some("status") || !res.def.subresources.status;
     let new_fields = field_set(new, schema, include_status, false);
     let new_paths: BTreeSet<Path> = new_fields.iter().map(|(p, _)| p.clone()).collect();

@@ -65,7 +65,8 @@ impl Patch {
             Patch::Json(p) => json_patch::apply(&mut obj, p)?,
             Patch::Merge(p) => ::json_patch::merge(&mut obj, p),
             Patch::Strategic(p) => {
-                obj = strategic_merge::apply(&obj, p, &res.schema).map_err(ApiError::bad_request)?
+                obj =
+                    strategic_merge::apply(&obj, p, res.schema()).map_err(ApiError::bad_request)?
             }
         }
         if !obj.is_object() {

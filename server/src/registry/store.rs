@@ -857,7 +857,7 @@ impl Store {
         }
         strategy.prepare_for_create(&mut obj);
         strategy.record_requester(&mut obj, ctx.admission.as_deref().map(|a| a.user()));
-        schema::apply_defaults(&mut obj, &res.schema);
+        schema::apply_defaults(&mut obj, res.schema());
         // A kind that claims addresses names the object in its claims, so its generated
         // name (chosen above) is not chosen again: a taken one is 409.
         let renames = generated && !strategy.allocates_addresses();
@@ -1162,7 +1162,7 @@ impl Store {
         if target == Target::Main {
             strategy.prepare_for_update(&mut obj, &old);
         }
-        schema::apply_defaults(&mut obj, &res.schema);
+        schema::apply_defaults(&mut obj, res.schema());
         let claims = match target {
             Target::Main => {
                 // Immutability first: a changed cluster IP is refused as such, not
@@ -1434,7 +1434,7 @@ impl Store {
         let strategy = res.strategy;
         let mut causes = validate_name("metadata.name", name, strategy.name_rule());
         causes.extend(validate_object_meta(obj));
-        let mut schema_causes = schema::validate(obj, &res.schema);
+        let mut schema_causes = schema::validate(obj, res.schema());
         if res.builtin() {
             // Upstream checks built-in kinds' lists by hand (a pod's second container of
             // a name is a duplicate `.name`, two ports may share a number), not by their

@@ -4,12 +4,14 @@
 //! (`codegen::conversion`) and its named hook (`conversion_hooks`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use codegen::model::{Conversion, ResourceDef};
 use serde_json::Value;
 
 use super::conversion_hooks::{self, Hook};
 use crate::api::{ApiError, StatusCause};
+use crate::catalog::SchemaJson;
 
 /// The versions of one compiled-in kind and how each converts to the storage version.
 /// Versions are named by `apiVersion`: a family may span groups (events.k8s.io/v1 Event
@@ -27,7 +29,7 @@ pub struct Family {
     versions: BTreeMap<String, (Conversion, Option<Hook>)>,
     /// Every version's schema (JSON), by `apiVersion`: what a managedFields entry
     /// recorded in another version is read with.
-    schemas: BTreeMap<String, Value>,
+    schemas: BTreeMap<String, Arc<SchemaJson>>,
 }
 
 impl Family {
@@ -35,7 +37,7 @@ impl Family {
     /// them `storage: true`, as codegen checked); an error names a hook the server lacks.
     pub fn new(
         members: &[&ResourceDef],
-        schemas: BTreeMap<String, Value>,
+        schemas: BTreeMap<String, Arc<SchemaJson>>,
     ) -> Result<Family, String> {
         let hub = members
             .iter()
@@ -73,7 +75,7 @@ impl Family {
 
     /// The schema of a version of this family, by `apiVersion`.
     pub fn schema_of(&self, api_version: &str) -> Option<&Value> {
-        self.schemas.get(api_version)
+        self.schemas.get(api_version).map(|s| s.get())
     }
 
     /// `apiVersion` of stored objects.
@@ -137,7 +139,7 @@ impl Family {
         else {
             return causes;
         };
-        for c in super::schema::validate(&stored, schema) {
+        for c in super::schema::validate(&stored, schema.get()) {
             let at = format!(".{}", c.field);
             let restored = kept.keys().any(|k| {
                 at == *k || at.starts_with(&format!("{k}.")) || at.starts_with(&format!("{k}["))
@@ -255,7 +257,7 @@ mod tests {
             let version = entry.api_version();
             let meta = json!({ "name": "a", "namespace": "n", "labels": { "l": "1" } });
             let full = {
-                let mut o = sample(&entry.schema, 0);
+                let mut o = sample(entry.schema(), 0);
                 o["apiVersion"] = json!(entry.api_version());
                 o["kind"] = json!(entry.def.kind);
                 o["metadata"] = meta.clone();

@@ -216,7 +216,7 @@ enum Source {
     Cache {
         cacher: Arc<Cacher>,
         backlog: VecDeque<Arc<StoredEvent>>,
-        live: broadcast::Receiver<Arc<StoredEvent>>,
+        live: super::feed::Live,
         place: Arc<super::feed::FeedPlace>,
     },
     /// A storage watch of its own (start points older than the cache's window).

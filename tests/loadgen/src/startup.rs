@@ -1,7 +1,8 @@
 //! `loadgen startup`: what the server costs before any request (issue #16 item 4). The
 //! binary is started again and again on a fresh, empty data directory; each start is timed
-//! from spawn to the first `/readyz` 200, then its memory is read once it has settled
-//! (`VmRSS`, and its anonymous and file-backed parts), and the server is stopped.
+//! from spawn to the first `/readyz` 200, its CPU time up to then is read, then its memory
+//! once it has settled (`VmRSS`, and its anonymous and file-backed parts), and the server
+//! is stopped.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -33,6 +34,9 @@ pub struct StartupOptions {
 pub struct Start {
     /// Spawn to the first `/readyz` 200, ms.
     pub ready_ms: f64,
+    /// CPU time (user and system, every live thread) the server had used when `/readyz`
+    /// first answered 200, ms: steadier than `ready_ms` on a shared machine.
+    pub cpu_ms: f64,
     /// Settled `VmRSS`, bytes.
     pub rss: f64,
     /// Its anonymous part (`RssAnon`: the heap and stacks), bytes.
@@ -70,8 +74,9 @@ impl StartupReport {
         );
         let _ = writeln!(out, "| figure | median | lowest | highest |");
         let _ = writeln!(out, "| --- | ---: | ---: | ---: |");
-        let rows: [Figure; 4] = [
+        let rows: [Figure; 5] = [
             ("start to /readyz 200", |s| s.ready_ms, 1.0, "ms"),
+            ("CPU time to /readyz 200", |s| s.cpu_ms, 1.0, "ms"),
             ("idle RSS after start (VmRSS)", |s| s.rss, MIB, "MiB"),
             ("of which anonymous (RssAnon)", |s| s.rss_anon, MIB, "MiB"),
             ("of which file-backed (RssFile)", |s| s.rss_file, MIB, "MiB"),
@@ -108,17 +113,20 @@ pub async fn run(opts: &StartupOptions) -> Result<StartupReport> {
             .tempdir_in(&parent)?;
         let server = ServerProcess::start(&opts.server_bin, dir.path(), &opts.server_args).await?;
         let ready_ms = server.ready_after.as_secs_f64() * 1000.0;
+        let cpu_ms = server.pid().map_or(Ok(0.0), cpu_time_ms);
         let settled = settled_memory(&server).await;
         server.stop_gracefully(Duration::from_secs(30)).await;
         let (rss, rss_anon, rss_file) = settled?;
+        let cpu_ms = cpu_ms?;
         let start = Start {
             ready_ms,
+            cpu_ms,
             rss,
             rss_anon,
             rss_file,
         };
         eprintln!(
-            "run {}/{runs}: /readyz {ready_ms:.1} ms, RSS {:.1} MiB (anonymous {:.1}, file {:.1})",
+            "run {}/{runs}: /readyz {ready_ms:.1} ms (CPU {cpu_ms:.1} ms), RSS {:.1} MiB (anonymous {:.1}, file {:.1})",
             run + 1,
             rss / MIB,
             rss_anon / MIB,
@@ -153,6 +161,24 @@ async fn settled_memory(server: &ServerProcess) -> Result<(f64, f64, f64)> {
     }
     let (rss, anon, file) = samples.last().copied().unwrap_or_default();
     Ok((rss as f64, anon as f64, file as f64))
+}
+
+/// The CPU time of process `pid`'s threads, ms: the first field of each thread's
+/// `schedstat` (nanoseconds on the CPU; `/proc/<pid>/stat` counts in 10 ms ticks).
+/// Threads that have already exited are not counted.
+fn cpu_time_ms(pid: u32) -> Result<f64> {
+    let mut ns = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let Ok(stat) = std::fs::read_to_string(task?.path().join("schedstat")) else {
+            continue; // the thread has just exited
+        };
+        ns += stat
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+            .ok_or_else(|| anyhow!("bad schedstat {stat:?} of process {pid}"))?;
+    }
+    Ok(ns as f64 / 1e6)
 }
 
 /// `VmRSS`, `RssAnon` and `RssFile` of process `pid`, bytes.

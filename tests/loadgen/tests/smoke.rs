@@ -331,8 +331,9 @@ async fn startup_mode_times_each_start_and_reads_its_memory() {
     println!("{md}");
     assert_eq!(report.starts.len(), 2, "{md}");
     for s in &report.starts {
-        assert!(s.ready_ms > 0.0 && s.rss > 0.0, "{md}");
+        assert!(s.ready_ms > 0.0 && s.cpu_ms > 0.0 && s.rss > 0.0, "{md}");
         assert!(s.rss_anon + s.rss_file <= s.rss + 1.0, "{md}");
     }
     assert!(md.contains("| start to /readyz 200 |"), "{md}");
+    assert!(md.contains("| CPU time to /readyz 200 |"), "{md}");
 }

@@ -134,7 +134,7 @@ fn field_validation(
     mode: FieldValidation,
     duplicates: &[String],
 ) -> Result<Vec<String>, ApiError> {
-    let unknown = prune(obj, &res.schema);
+    let unknown = prune(obj, res.schema());
     let problems: Vec<String> = duplicates
         .iter()
         .map(|f| format!("duplicate field \"{f}\""))

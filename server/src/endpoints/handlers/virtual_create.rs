@@ -63,9 +63,9 @@ pub(super) async fn create(
     if let Some(map) = obj.as_object_mut() {
         map.remove("status");
     }
-    schema::apply_defaults(&mut obj, &res.schema);
+    schema::apply_defaults(&mut obj, res.schema());
     let mut causes = validate_object_meta(&obj);
-    let schema_causes = schema::validate(&obj, &res.schema);
+    let schema_causes = schema::validate(&obj, res.schema());
     if schema_causes.is_empty() {
         causes.extend(res.rules.validate(&obj, None));
     }
