@@ -29,10 +29,10 @@ pub fn run(data: &[u8]) {
         return;
     };
     if content_type == PROTOBUF {
-        protobuf::encode_object(&obj, &res.schema)
+        protobuf::encode_object(&obj, res.schema())
             .unwrap_or_else(|e| panic!("a decoded protobuf body does not encode again: {e}"));
     }
-    prune(&mut obj, &res.schema);
+    prune(&mut obj, res.schema());
     let ns = res.namespaced().then_some(NAMESPACE);
     let created =
         fixture

@@ -30,7 +30,7 @@ pub fn run(data: &[u8]) {
     let Ok(mut crd) = decoded else {
         return;
     };
-    prune(&mut crd, &crds.schema);
+    prune(&mut crd, crds.schema());
     let created =
         fixture
             .runtime
@@ -57,9 +57,9 @@ fn check_object(res: &ApiResource, object: &str) {
     let Ok(mut obj) = decode_body_as("application/yaml", object.as_bytes(), res) else {
         return;
     };
-    prune(&mut obj, &res.schema);
-    apply_defaults(&mut obj, &res.schema);
-    let _ = validate(&obj, &res.schema);
+    prune(&mut obj, res.schema());
+    apply_defaults(&mut obj, res.schema());
+    let _ = validate(&obj, res.schema());
     let _ = res.rules.validate(&obj, None);
     let _ = res.rules.validate(&obj, Some(&obj));
 }

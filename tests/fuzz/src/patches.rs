@@ -37,7 +37,7 @@ pub fn run(data: &[u8]) {
     let ctx = fixture::dry_run();
     let patched = if content_type == APPLY_PATCH {
         let intent = server_side_apply::parse_intent(body, res, name).map(|mut intent| {
-            prune(&mut intent, &res.schema);
+            prune(&mut intent, res.schema());
             server_side_apply::clean_intent(intent)
         });
         crate::client_errors_only(&intent, header);
@@ -74,7 +74,7 @@ pub fn run(data: &[u8]) {
                     let mut new = patch.apply(old.clone(), res)?;
                     check_object_size(&new)?;
                     check_type_meta(&new, res)?;
-                    prune(&mut new, &res.schema);
+                    prune(&mut new, res.schema());
                     Ok(new)
                 }),
         )
