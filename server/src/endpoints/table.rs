@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 use crate::api::meta::human_age;
 use crate::api::ApiError;
 use crate::catalog::ApiResource;
+use crate::registry::printers::{self, AgeAt, Printer};
 use crate::registry::strategy::ComputedColumn;
 use crate::storage::KeyValue;
 
@@ -48,26 +49,51 @@ enum Column<'a> {
     Age,
 }
 
+/// The built-in printer of `res` (`registry::printers`), when its strategy prints no
+/// columns of its own.
+fn printer(res: &ApiResource) -> Option<&'static Printer> {
+    if !res.builtin() || !res.strategy.computed_columns().is_empty() {
+        return None;
+    }
+    printers::for_kind(&res.def.group, &res.def.kind)
+}
+
+/// The computed columns of `res`: its strategy's, or its built-in printer's.
+fn computed(res: &ApiResource) -> &'static [ComputedColumn] {
+    printer(res).map_or_else(|| res.strategy.computed_columns(), |p| p.columns)
+}
+
 /// The columns after Name, in order. Custom kinds: printer columns, computed ones, Age
 /// (CRDs' order). Built-in kinds: those of priority 0, Age, then the `-o wide` ones, as
-/// kube-apiserver's printers place Age (`kubectl get pods -o wide`: ... AGE IP NODE).
+/// kube-apiserver's printers place Age (`kubectl get pods -o wide`: ... AGE IP NODE);
+/// a built-in printer may place Age earlier (Node: ... AGE VERSION) or print none.
 fn columns(res: &ApiResource) -> Vec<Column<'_>> {
-    let printer = res.def.printer_columns.iter().map(Column::Printer);
-    let computed = res.strategy.computed_columns().iter().map(Column::Computed);
-    let all = printer.chain(computed);
-    let age = res.strategy.prints_age().then_some(Column::Age);
+    let printer_columns = res.def.printer_columns.iter().map(Column::Printer);
+    let all = printer_columns.chain(computed(res).iter().map(Column::Computed));
+    let age_at = printer(res).map_or(AgeAt::AfterNarrow, |p| p.age);
+    let age = (res.strategy.prints_age() && age_at != AgeAt::Never).then_some(Column::Age);
     if res.strategy.prints_age_first() {
         return age.into_iter().chain(all).collect();
     }
     if !res.builtin() {
         return all.chain(age).collect();
     }
-    let (narrow, wide): (Vec<Column<'_>>, Vec<Column<'_>>) = all.partition(|c| match c {
+    let (mut narrow, wide): (Vec<Column<'_>>, Vec<Column<'_>>) = all.partition(|c| match c {
         Column::Printer(p) => p.priority == 0,
         Column::Computed(c) => c.priority == 0,
         Column::Age => true,
     });
-    narrow.into_iter().chain(age).chain(wide).collect()
+    let at = match age_at {
+        AgeAt::After(n) => n.min(narrow.len()),
+        AgeAt::AfterNarrow | AgeAt::Never => narrow.len(),
+    };
+    let after_age = narrow.split_off(at);
+    narrow
+        .into_iter()
+        .chain(age)
+        .chain(after_age)
+        .chain(wide)
+        .collect()
 }
 
 /// The Table's columns: Name, then `columns` (of [`columns`]).
@@ -234,7 +260,7 @@ fn top_level_fields(res: &ApiResource) -> Vec<&str> {
             Some(&path[..end]).filter(|f| !f.is_empty() && *f != "metadata")
         })
         .collect();
-    for c in res.strategy.computed_columns() {
+    for c in computed(res) {
         fields.extend_from_slice(c.fields);
     }
     fields.sort_unstable();

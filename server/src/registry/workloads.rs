@@ -566,9 +566,13 @@ fn images(obj: &Value) -> Value {
     template_containers(obj, "image")
 }
 
-/// A label selector as `kubectl` prints it: `k=v,k in (a,b)`.
+/// The `spec.selector` of `obj` as `kubectl` prints it: `k=v,k in (a,b)`.
 fn selector(obj: &Value) -> Value {
-    let s = &obj["spec"]["selector"];
+    format_selector(&obj["spec"]["selector"])
+}
+
+/// A label selector `s` as kubectl prints it, `<none>` when it selects nothing.
+pub fn format_selector(s: &Value) -> Value {
     let mut parts: Vec<String> = s["matchLabels"]
         .as_object()
         .into_iter()
