@@ -45,6 +45,27 @@ pub fn for_kind(group: &str, kind: &str) -> Option<&'static Printer> {
         ("", "PersistentVolumeClaim") => &PERSISTENT_VOLUME_CLAIM,
         ("storage.k8s.io", "StorageClass") => &STORAGE_CLASS,
         ("networking.k8s.io", "Ingress") => &INGRESS,
+        ("networking.k8s.io", "IngressClass") => &INGRESS_CLASS,
+        ("networking.k8s.io", "NetworkPolicy") => &NETWORK_POLICY,
+        ("", "PodTemplate") => &POD_TEMPLATE,
+        ("policy", "PodDisruptionBudget") => &POD_DISRUPTION_BUDGET,
+        ("", "LimitRange") => &LIMIT_RANGE,
+        ("", "ResourceQuota") => &RESOURCE_QUOTA,
+        ("node.k8s.io", "RuntimeClass") => &RUNTIME_CLASS,
+        ("storage.k8s.io", "CSINode") => &CSI_NODE,
+        ("storage.k8s.io", "VolumeAttachment") => &VOLUME_ATTACHMENT,
+        ("storage.k8s.io", "VolumeAttributesClass") => &VOLUME_ATTRIBUTES_CLASS,
+        (
+            "admissionregistration.k8s.io",
+            "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration",
+        ) => &WEBHOOK_CONFIGURATION,
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            &VALIDATING_ADMISSION_POLICY
+        }
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema") => &FLOW_SCHEMA,
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {
+            &PRIORITY_LEVEL_CONFIGURATION
+        }
         _ => return None,
     })
 }
@@ -1183,6 +1204,502 @@ static INGRESS: Printer = Printer {
             0,
             SPEC,
             ingress_ports,
+        ),
+    ],
+    age: AgeAt::AfterNarrow,
+};
+
+fn ingress_class_controller(obj: &Value) -> Value {
+    json!(str_or(&obj["spec"]["controller"], ""))
+}
+/// `Kind[.group]/name` of the class's parameters, `<none>` without.
+fn ingress_class_parameters(obj: &Value) -> Value {
+    let p = &obj["spec"]["parameters"];
+    if !p.is_object() {
+        return json!("<none>");
+    }
+    let mut out = str_or(&p["kind"], "").to_string();
+    if let Some(group) = p["apiGroup"].as_str() {
+        out = format!("{out}.{group}");
+    }
+    json!(format!("{out}/{}", str_or(&p["name"], "")))
+}
+
+static INGRESS_CLASS: Printer = Printer {
+    columns: &[
+        col(
+            "Controller",
+            "string",
+            "The controller that implements the class.",
+            0,
+            SPEC,
+            ingress_class_controller,
+        ),
+        col(
+            "Parameters",
+            "string",
+            "The class's parameters resource.",
+            0,
+            SPEC,
+            ingress_class_parameters,
+        ),
+    ],
+    age: AgeAt::AfterNarrow,
+};
+
+fn pod_selector(obj: &Value) -> Value {
+    super::workloads::format_selector(&obj["spec"]["podSelector"])
+}
+
+static NETWORK_POLICY: Printer = Printer {
+    columns: &[col(
+        "Pod-Selector",
+        "string",
+        "The pods the policy applies to.",
+        0,
+        SPEC,
+        pod_selector,
+    )],
+    age: AgeAt::AfterNarrow,
+};
+
+// --- Core policy kinds -------------------------------------------------------------------
+
+fn pt_containers(obj: &Value) -> Value {
+    template_list(&obj["template"], "name")
+}
+fn pt_images(obj: &Value) -> Value {
+    template_list(&obj["template"], "image")
+}
+fn pt_labels(obj: &Value) -> Value {
+    labels(&obj["template"]["metadata"]["labels"])
+}
+
+static POD_TEMPLATE: Printer = Printer {
+    columns: &[
+        col(
+            "Containers",
+            "string",
+            "The names of the template's containers.",
+            0,
+            &["template"],
+            pt_containers,
+        ),
+        col(
+            "Images",
+            "string",
+            "The images of the template's containers.",
+            0,
+            &["template"],
+            pt_images,
+        ),
+        col(
+            "Pod Labels",
+            "string",
+            "The labels of the template's pods.",
+            0,
+            &["template"],
+            pt_labels,
+        ),
+    ],
+    age: AgeAt::Never,
+};
+
+/// An int-or-string as written (`1`, `50%`), `N/A` when unset.
+fn int_or_string(v: &Value) -> Value {
+    match v {
+        Value::Number(n) => json!(n.to_string()),
+        Value::String(s) => json!(s),
+        _ => json!("N/A"),
+    }
+}
+fn pdb_min(obj: &Value) -> Value {
+    int_or_string(&obj["spec"]["minAvailable"])
+}
+fn pdb_max(obj: &Value) -> Value {
+    int_or_string(&obj["spec"]["maxUnavailable"])
+}
+fn pdb_allowed(obj: &Value) -> Value {
+    json!(int(&obj["status"]["disruptionsAllowed"]))
+}
+
+static POD_DISRUPTION_BUDGET: Printer = Printer {
+    columns: &[
+        col(
+            "Min Available",
+            "string",
+            "Pods that must stay available.",
+            0,
+            SPEC,
+            pdb_min,
+        ),
+        col(
+            "Max Unavailable",
+            "string",
+            "Pods that may be unavailable.",
+            0,
+            SPEC,
+            pdb_max,
+        ),
+        col(
+            "Allowed Disruptions",
+            "integer",
+            "Pods that may be disrupted now.",
+            0,
+            SPEC_STATUS,
+            pdb_allowed,
+        ),
+    ],
+    age: AgeAt::AfterNarrow,
+};
+
+static LIMIT_RANGE: Printer = Printer {
+    columns: &[col(
+        "Created At",
+        "date",
+        "When the limit range was created.",
+        0,
+        &[],
+        created_at,
+    )],
+    age: AgeAt::Never,
+};
+
+/// `name: used/hard` of each resource of the quota's status, sorted by name: the
+/// `limits.*` ones (`limit`) or the others.
+fn quota_usage(obj: &Value, limit: bool) -> Value {
+    let status = &obj["status"];
+    let mut names: Vec<&String> = status["hard"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k)
+        .collect();
+    names.sort();
+    let parts: Vec<String> = names
+        .into_iter()
+        .filter(|n| n.starts_with("limits.") == limit)
+        .map(|n| {
+            let used = quantity_text(&status["used"][n.as_str()]);
+            let hard = quantity_text(&status["hard"][n.as_str()]);
+            format!("{n}: {used}/{hard}")
+        })
+        .collect();
+    json!(parts.join(", "))
+}
+fn quantity_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => "0".into(),
+    }
+}
+fn quota_request(obj: &Value) -> Value {
+    quota_usage(obj, false)
+}
+fn quota_limit(obj: &Value) -> Value {
+    quota_usage(obj, true)
+}
+
+static RESOURCE_QUOTA: Printer = Printer {
+    columns: &[
+        col(
+            "Request",
+            "string",
+            "Requests used of the quota's hard limits.",
+            0,
+            &["status"],
+            quota_request,
+        ),
+        col(
+            "Limit",
+            "string",
+            "Limits used of the quota's hard limits.",
+            0,
+            &["status"],
+            quota_limit,
+        ),
+    ],
+    age: AgeAt::After(0),
+};
+
+// --- Node, storage and admission configuration kinds ---------------------------------------
+
+fn runtime_handler(obj: &Value) -> Value {
+    json!(str_or(&obj["handler"], ""))
+}
+
+static RUNTIME_CLASS: Printer = Printer {
+    columns: &[col(
+        "Handler",
+        "string",
+        "The runtime handler of the class.",
+        0,
+        &["handler"],
+        runtime_handler,
+    )],
+    age: AgeAt::AfterNarrow,
+};
+
+fn csi_node_drivers(obj: &Value) -> Value {
+    json!(obj["spec"]["drivers"].as_array().map_or(0, Vec::len))
+}
+
+static CSI_NODE: Printer = Printer {
+    columns: &[col(
+        "Drivers",
+        "integer",
+        "The CSI drivers on the node.",
+        0,
+        SPEC,
+        csi_node_drivers,
+    )],
+    age: AgeAt::AfterNarrow,
+};
+
+fn va_attacher(obj: &Value) -> Value {
+    json!(str_or(&obj["spec"]["attacher"], ""))
+}
+fn va_pv(obj: &Value) -> Value {
+    json!(str_or(&obj["spec"]["source"]["persistentVolumeName"], ""))
+}
+fn va_node(obj: &Value) -> Value {
+    json!(str_or(&obj["spec"]["nodeName"], ""))
+}
+fn va_attached(obj: &Value) -> Value {
+    json!(obj["status"]["attached"].as_bool().unwrap_or(false))
+}
+
+static VOLUME_ATTACHMENT: Printer = Printer {
+    columns: &[
+        col(
+            "Attacher",
+            "string",
+            "The driver that attaches the volume.",
+            0,
+            SPEC,
+            va_attacher,
+        ),
+        col("PV", "string", "The volume to attach.", 0, SPEC, va_pv),
+        col(
+            "Node",
+            "string",
+            "The node to attach it to.",
+            0,
+            SPEC,
+            va_node,
+        ),
+        col(
+            "Attached",
+            "boolean",
+            "Whether the volume is attached.",
+            0,
+            &["status"],
+            va_attached,
+        ),
+    ],
+    age: AgeAt::AfterNarrow,
+};
+
+fn vac_driver(obj: &Value) -> Value {
+    json!(str_or(&obj["driverName"], ""))
+}
+
+static VOLUME_ATTRIBUTES_CLASS: Printer = Printer {
+    columns: &[col(
+        "DriverName",
+        "string",
+        "The CSI driver of the class.",
+        0,
+        &["driverName"],
+        vac_driver,
+    )],
+    age: AgeAt::AfterNarrow,
+};
+
+fn webhooks(obj: &Value) -> Value {
+    json!(obj["webhooks"].as_array().map_or(0, Vec::len))
+}
+
+static WEBHOOK_CONFIGURATION: Printer = Printer {
+    columns: &[col(
+        "Webhooks",
+        "integer",
+        "The webhooks configured.",
+        0,
+        &["webhooks"],
+        webhooks,
+    )],
+    age: AgeAt::AfterNarrow,
+};
+
+fn vap_validations(obj: &Value) -> Value {
+    json!(obj["spec"]["validations"].as_array().map_or(0, Vec::len))
+}
+/// `apiVersion/kind` of the policy's parameters, `<unset>` without.
+fn vap_param_kind(obj: &Value) -> Value {
+    let p = &obj["spec"]["paramKind"];
+    if !p.is_object() {
+        return json!("<unset>");
+    }
+    json!(format!(
+        "{}/{}",
+        str_or(&p["apiVersion"], ""),
+        str_or(&p["kind"], "")
+    ))
+}
+
+static VALIDATING_ADMISSION_POLICY: Printer = Printer {
+    columns: &[
+        col(
+            "Validations",
+            "integer",
+            "The policy's validations.",
+            0,
+            SPEC,
+            vap_validations,
+        ),
+        col(
+            "ParamKind",
+            "string",
+            "The kind of the policy's parameters.",
+            0,
+            SPEC,
+            vap_param_kind,
+        ),
+    ],
+    age: AgeAt::AfterNarrow,
+};
+
+// --- API priority and fairness ---------------------------------------------------------------
+
+fn fs_priority_level(obj: &Value) -> Value {
+    json!(str_or(
+        &obj["spec"]["priorityLevelConfiguration"]["name"],
+        ""
+    ))
+}
+fn fs_precedence(obj: &Value) -> Value {
+    json!(int(&obj["spec"]["matchingPrecedence"]))
+}
+fn fs_distinguisher(obj: &Value) -> Value {
+    json!(str_or(
+        &obj["spec"]["distinguisherMethod"]["type"],
+        "<none>"
+    ))
+}
+/// The status of the `Dangling` condition (its priority level is missing), `?` without.
+fn fs_missing_pl(obj: &Value) -> Value {
+    let dangling = obj["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Dangling"));
+    json!(dangling.map_or("?", |c| str_or(&c["status"], "?")))
+}
+
+static FLOW_SCHEMA: Printer = Printer {
+    columns: &[
+        col(
+            "PriorityLevel",
+            "string",
+            "The priority level of the matched requests.",
+            0,
+            SPEC,
+            fs_priority_level,
+        ),
+        col(
+            "MatchingPrecedence",
+            "integer",
+            "Lower matches first.",
+            0,
+            SPEC,
+            fs_precedence,
+        ),
+        col(
+            "DistinguisherMethod",
+            "string",
+            "How matched requests are split into flows.",
+            0,
+            SPEC,
+            fs_distinguisher,
+        ),
+        col(
+            "MissingPL",
+            "string",
+            "Whether the priority level is missing.",
+            0,
+            &["status"],
+            fs_missing_pl,
+        ),
+    ],
+    age: AgeAt::After(3),
+};
+
+fn limited(obj: &Value, path: &[&str]) -> Value {
+    let mut v = &obj["spec"]["limited"];
+    if !v.is_object() {
+        return json!("<none>");
+    }
+    for p in path {
+        v = &v[*p];
+    }
+    if v.is_null() {
+        return json!("<none>");
+    }
+    v.clone()
+}
+fn plc_type(obj: &Value) -> Value {
+    json!(str_or(&obj["spec"]["type"], ""))
+}
+fn plc_shares(obj: &Value) -> Value {
+    if !obj["spec"]["limited"].is_object() {
+        return json!("<none>");
+    }
+    json!(int(&obj["spec"]["limited"]["nominalConcurrencyShares"]))
+}
+fn plc_queues(obj: &Value) -> Value {
+    limited(obj, &["limitResponse", "queuing", "queues"])
+}
+fn plc_hand_size(obj: &Value) -> Value {
+    limited(obj, &["limitResponse", "queuing", "handSize"])
+}
+fn plc_queue_length(obj: &Value) -> Value {
+    limited(obj, &["limitResponse", "queuing", "queueLengthLimit"])
+}
+
+static PRIORITY_LEVEL_CONFIGURATION: Printer = Printer {
+    columns: &[
+        col("Type", "string", "Exempt or Limited.", 0, SPEC, plc_type),
+        col(
+            "NominalConcurrencyShares",
+            "string",
+            "The level's share of the server's concurrency.",
+            0,
+            SPEC,
+            plc_shares,
+        ),
+        col(
+            "Queues",
+            "string",
+            "Queues of the level.",
+            0,
+            SPEC,
+            plc_queues,
+        ),
+        col(
+            "HandSize",
+            "string",
+            "Queues each flow may be shuffled into.",
+            0,
+            SPEC,
+            plc_hand_size,
+        ),
+        col(
+            "QueueLengthLimit",
+            "string",
+            "Requests each queue may hold.",
+            0,
+            SPEC,
+            plc_queue_length,
         ),
     ],
     age: AgeAt::AfterNarrow,

@@ -153,6 +153,106 @@ spec:
       - path: /
         pathType: Prefix
         backend: {service: {name: web, port: {number: 80}}}
+---
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: pt}
+template:
+  metadata: {labels: {app: web}}
+  spec: {containers: [{name: web, image: nginx}]}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: pdb}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: web}}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: np}
+spec:
+  podSelector: {matchLabels: {app: web}}
+---
+apiVersion: v1
+kind: LimitRange
+metadata: {name: lr}
+spec:
+  limits: [{type: Container, default: {cpu: 500m}}]
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: rq}
+spec:
+  hard: {pods: "10", limits.cpu: "2"}
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: external}
+spec:
+  controller: example.com/ingress
+  parameters: {apiGroup: k8s.example.com, kind: IngressParameters, name: external-lb}
+---
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: sandboxed}
+handler: runsc
+---
+apiVersion: storage.k8s.io/v1
+kind: CSINode
+metadata: {name: n1}
+spec:
+  drivers: [{name: csi.example.com, nodeID: n1}]
+---
+apiVersion: storage.k8s.io/v1
+kind: VolumeAttachment
+metadata: {name: va}
+spec:
+  attacher: csi.example.com
+  nodeName: n1
+  source: {persistentVolumeName: pv1}
+---
+apiVersion: storage.k8s.io/v1
+kind: VolumeAttributesClass
+metadata: {name: gold}
+driverName: csi.example.com
+parameters: {iops: "3000"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: vwc}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: mwc}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: vap}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}
+  validations: [{expression: "object.spec.replicas <= 5"}]
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {name: pl}
+spec:
+  type: Limited
+  limited:
+    nominalConcurrencyShares: 5
+    limitResponse:
+      type: Queue
+      queuing: {queues: 16, handSize: 4, queueLengthLimit: 50}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: fs}
+spec:
+  priorityLevelConfiguration: {name: pl}
+  matchingPrecedence: 1000
+  distinguisherMethod: {type: ByUser}
 "#;
 
 fn names(v: &[&str]) -> Vec<String> {
@@ -382,6 +482,123 @@ fn kubectl_get_prints_kube_apiservers_columns_for_builtin_kinds() {
             &["NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"],
             &["NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"],
         ),
+        (
+            "podtemplates",
+            &["NAME", "CONTAINERS", "IMAGES", "POD LABELS"],
+            &["NAME", "CONTAINERS", "IMAGES", "POD LABELS"],
+        ),
+        (
+            "poddisruptionbudgets",
+            &[
+                "NAME",
+                "MIN AVAILABLE",
+                "MAX UNAVAILABLE",
+                "ALLOWED DISRUPTIONS",
+                "AGE",
+            ],
+            &[
+                "NAME",
+                "MIN AVAILABLE",
+                "MAX UNAVAILABLE",
+                "ALLOWED DISRUPTIONS",
+                "AGE",
+            ],
+        ),
+        (
+            "networkpolicies",
+            &["NAME", "POD-SELECTOR", "AGE"],
+            &["NAME", "POD-SELECTOR", "AGE"],
+        ),
+        (
+            "limitranges",
+            &["NAME", "CREATED AT"],
+            &["NAME", "CREATED AT"],
+        ),
+        (
+            "resourcequotas",
+            &["NAME", "AGE", "REQUEST", "LIMIT"],
+            &["NAME", "AGE", "REQUEST", "LIMIT"],
+        ),
+        (
+            "ingressclasses",
+            &["NAME", "CONTROLLER", "PARAMETERS", "AGE"],
+            &["NAME", "CONTROLLER", "PARAMETERS", "AGE"],
+        ),
+        (
+            "runtimeclasses",
+            &["NAME", "HANDLER", "AGE"],
+            &["NAME", "HANDLER", "AGE"],
+        ),
+        (
+            "csinodes",
+            &["NAME", "DRIVERS", "AGE"],
+            &["NAME", "DRIVERS", "AGE"],
+        ),
+        (
+            "volumeattachments",
+            &["NAME", "ATTACHER", "PV", "NODE", "ATTACHED", "AGE"],
+            &["NAME", "ATTACHER", "PV", "NODE", "ATTACHED", "AGE"],
+        ),
+        (
+            "volumeattributesclasses",
+            &["NAME", "DRIVERNAME", "AGE"],
+            &["NAME", "DRIVERNAME", "AGE"],
+        ),
+        (
+            "validatingwebhookconfigurations",
+            &["NAME", "WEBHOOKS", "AGE"],
+            &["NAME", "WEBHOOKS", "AGE"],
+        ),
+        (
+            "mutatingwebhookconfigurations",
+            &["NAME", "WEBHOOKS", "AGE"],
+            &["NAME", "WEBHOOKS", "AGE"],
+        ),
+        (
+            "validatingadmissionpolicies",
+            &["NAME", "VALIDATIONS", "PARAMKIND", "AGE"],
+            &["NAME", "VALIDATIONS", "PARAMKIND", "AGE"],
+        ),
+        (
+            "flowschemas",
+            &[
+                "NAME",
+                "PRIORITYLEVEL",
+                "MATCHINGPRECEDENCE",
+                "DISTINGUISHERMETHOD",
+                "AGE",
+                "MISSINGPL",
+            ],
+            &[
+                "NAME",
+                "PRIORITYLEVEL",
+                "MATCHINGPRECEDENCE",
+                "DISTINGUISHERMETHOD",
+                "AGE",
+                "MISSINGPL",
+            ],
+        ),
+        (
+            "prioritylevelconfigurations",
+            &[
+                "NAME",
+                "TYPE",
+                "NOMINALCONCURRENCYSHARES",
+                "QUEUES",
+                "HANDSIZE",
+                "QUEUELENGTHLIMIT",
+                "AGE",
+            ],
+            &[
+                "NAME",
+                "TYPE",
+                "NOMINALCONCURRENCYSHARES",
+                "QUEUES",
+                "HANDSIZE",
+                "QUEUELENGTHLIMIT",
+                "AGE",
+            ],
+        ),
     ];
     for (resource, narrow, wide) in cases {
         let t = s.kubectl_ok(&["get", resource]);
@@ -515,5 +732,34 @@ fn kubectl_get_prints_kube_apiservers_columns_for_builtin_kinds() {
         (c[1].as_str(), c[2].as_str(), c[4].as_str()),
         ("nginx", "a.example.com", "80"),
         "{t}"
+    );
+
+    let one = |resource: &str, name: &str| cells(&s.kubectl_ok(&["get", resource, name]), name);
+    assert_eq!(one("podtemplate", "pt"), ["pt", "web", "nginx", "app=web"]);
+    assert_eq!(one("pdb", "pdb")[1..4], ["1", "N/A", "0"]);
+    assert_eq!(one("netpol", "np")[1], "app=web");
+    assert_eq!(
+        one("ingressclass", "external")[1..3],
+        [
+            "example.com/ingress",
+            "IngressParameters.k8s.example.com/external-lb"
+        ]
+    );
+    assert_eq!(one("runtimeclass", "sandboxed")[1], "runsc");
+    assert_eq!(one("csinode", "n1")[1], "1");
+    assert_eq!(
+        one("volumeattachment", "va")[1..5],
+        ["csi.example.com", "pv1", "n1", "false"]
+    );
+    assert_eq!(one("volumeattributesclass", "gold")[1], "csi.example.com");
+    assert_eq!(one("validatingwebhookconfiguration", "vwc")[1], "0");
+    assert_eq!(
+        one("validatingadmissionpolicy", "vap")[1..3],
+        ["1", "<unset>"]
+    );
+    assert_eq!(one("flowschema", "fs")[1..4], ["pl", "1000", "ByUser"]);
+    assert_eq!(
+        one("prioritylevelconfiguration", "pl")[1..6],
+        ["Limited", "5", "16", "4", "50"]
     );
 }
