@@ -64,12 +64,23 @@ fn column_starts(table: &str) -> Vec<(usize, String)> {
 ///
 /// When there is no such row; the message has the table.
 pub fn cells(table: &str, name: &str) -> Vec<String> {
-    let cols = column_starts(table);
     let line = table
         .lines()
         .skip(1)
         .find(|l| l.split_whitespace().next() == Some(name))
         .unwrap_or_else(|| panic!("no row {name:?} in:\n{table}"));
+    cut(table, line)
+}
+
+/// Every row's cells, cut at the header's column offsets (tables whose first column is
+/// not the name: events).
+pub fn rows(table: &str) -> Vec<Vec<String>> {
+    table.lines().skip(1).map(|l| cut(table, l)).collect()
+}
+
+/// `line` cut at the header's column offsets.
+fn cut(table: &str, line: &str) -> Vec<String> {
+    let cols = column_starts(table);
     cols.iter()
         .enumerate()
         .map(|(i, (start, _))| {

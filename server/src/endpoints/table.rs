@@ -42,8 +42,10 @@ impl IncludeObject {
     }
 }
 
-/// One column after Name.
+/// One column of the Table.
 enum Column<'a> {
+    /// `metadata.name`, first unless a printer places it (Event's wide NAME).
+    Name,
     Printer(&'a codegen::model::PrinterColumn),
     Computed(&'a ComputedColumn),
     Age,
@@ -63,46 +65,57 @@ fn computed(res: &ApiResource) -> &'static [ComputedColumn] {
     printer(res).map_or_else(|| res.strategy.computed_columns(), |p| p.columns)
 }
 
-/// The columns after Name, in order. Custom kinds: printer columns, computed ones, Age
+/// The columns, in order: Name (unless the printer places a Name column of its own),
+/// then the others. Custom kinds: printer columns, computed ones, Age
 /// (CRDs' order). Built-in kinds: those of priority 0, Age, then the `-o wide` ones, as
 /// kube-apiserver's printers place Age (`kubectl get pods -o wide`: ... AGE IP NODE);
-/// a built-in printer may place Age earlier (Node: ... AGE VERSION) or print none.
+/// a built-in printer (`registry::printers`) keeps its own order with Age in its place
+/// (Node: ... AGE VERSION) or none, and may place Name itself (Event).
 fn columns(res: &ApiResource) -> Vec<Column<'_>> {
     let printer_columns = res.def.printer_columns.iter().map(Column::Printer);
     let all = printer_columns.chain(computed(res).iter().map(Column::Computed));
     let age_at = printer(res).map_or(AgeAt::AfterNarrow, |p| p.age);
     let age = (res.strategy.prints_age() && age_at != AgeAt::Never).then_some(Column::Age);
+    let name = (!computed(res).iter().any(|c| c.name == "Name")).then_some(Column::Name);
     if res.strategy.prints_age_first() {
-        return age.into_iter().chain(all).collect();
+        return name.into_iter().chain(age).chain(all).collect();
     }
     if !res.builtin() {
-        return all.chain(age).collect();
+        return name.into_iter().chain(all).chain(age).collect();
     }
-    let (mut narrow, wide): (Vec<Column<'_>>, Vec<Column<'_>>) = all.partition(|c| match c {
+    if let Some(p) = printer(res) {
+        // Upstream's order as the printer lists it (Event's wide columns sit among the
+        // others), with Age put in its place.
+        let mut cols: Vec<Column<'_>> = all.collect();
+        if let Some(age) = age {
+            let at = match p.age {
+                AgeAt::After(n) => n,
+                AgeAt::AfterNarrow | AgeAt::Never => {
+                    p.columns.iter().filter(|c| c.priority == 0).count()
+                }
+            };
+            cols.insert(at.min(cols.len()), age);
+        }
+        return name.into_iter().chain(cols).collect();
+    }
+    let (narrow, wide): (Vec<Column<'_>>, Vec<Column<'_>>) = all.partition(|c| match c {
         Column::Printer(p) => p.priority == 0,
         Column::Computed(c) => c.priority == 0,
-        Column::Age => true,
+        Column::Name | Column::Age => true,
     });
-    let at = match age_at {
-        AgeAt::After(n) => n.min(narrow.len()),
-        AgeAt::AfterNarrow | AgeAt::Never => narrow.len(),
-    };
-    let after_age = narrow.split_off(at);
-    narrow
-        .into_iter()
+    name.into_iter()
+        .chain(narrow)
         .chain(age)
-        .chain(after_age)
         .chain(wide)
         .collect()
 }
 
-/// The Table's columns: Name, then `columns` (of [`columns`]).
+/// The Table's column definitions, of `columns` (of [`columns`]).
 fn column_definitions(columns: &[Column<'_>]) -> Vec<Value> {
-    let mut out = vec![
-        json!({ "name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0 }),
-    ];
+    let mut out = Vec::with_capacity(columns.len());
     for c in columns {
         out.push(match c {
+            Column::Name => json!({ "name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0 }),
             Column::Printer(c) => json!({
                 "name": c.name,
                 "type": c.type_,
@@ -119,9 +132,10 @@ fn column_definitions(columns: &[Column<'_>]) -> Vec<Value> {
 
 /// One row's cells, in [`column_definitions`] order.
 fn cells(columns: &[Column<'_>], obj: &Value) -> Vec<Value> {
-    let mut cells = vec![obj["metadata"]["name"].clone()];
+    let mut cells = Vec::with_capacity(columns.len());
     for c in columns {
         cells.push(match c {
+            Column::Name => obj["metadata"]["name"].clone(),
             Column::Printer(c) => json_path(obj, &c.json_path).cloned().unwrap_or(Value::Null),
             Column::Computed(c) => (c.value)(obj),
             Column::Age => Value::String(

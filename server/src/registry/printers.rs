@@ -45,6 +45,7 @@ pub fn for_kind(group: &str, kind: &str) -> Option<&'static Printer> {
         ("", "PersistentVolumeClaim") => &PERSISTENT_VOLUME_CLAIM,
         ("storage.k8s.io", "StorageClass") => &STORAGE_CLASS,
         ("networking.k8s.io", "Ingress") => &INGRESS,
+        ("" | "events.k8s.io", "Event") => &EVENT,
         ("networking.k8s.io", "IngressClass") => &INGRESS_CLASS,
         ("networking.k8s.io", "NetworkPolicy") => &NETWORK_POLICY,
         ("", "PodTemplate") => &POD_TEMPLATE,
@@ -1703,4 +1704,193 @@ static PRIORITY_LEVEL_CONFIGURATION: Printer = Printer {
         ),
     ],
     age: AgeAt::AfterNarrow,
+};
+
+// --- Events ------------------------------------------------------------------------------
+
+/// The first of `names` that `obj` holds (core/v1 and events.k8s.io/v1 name an Event's
+/// fields differently; both are printed alike).
+fn either<'a>(obj: &'a Value, names: &[&str]) -> &'a Value {
+    names
+        .iter()
+        .map(|n| &obj[*n])
+        .find(|v| !v.is_null())
+        .unwrap_or(&Value::Null)
+}
+
+fn since(v: &Value) -> Option<String> {
+    v.as_str().filter(|s| !s.is_empty()).map(human_age)
+}
+
+fn event_first_seen(obj: &Value) -> Value {
+    let first = since(either(obj, &["firstTimestamp", "deprecatedFirstTimestamp"]))
+        .or_else(|| since(&obj["eventTime"]));
+    json!(first.unwrap_or_else(|| "<unknown>".into()))
+}
+/// The series' last observation, else the last timestamp, else the first seen.
+fn event_last_seen(obj: &Value) -> Value {
+    if let Some(t) = since(&obj["series"]["lastObservedTime"]) {
+        return json!(t);
+    }
+    match since(either(obj, &["lastTimestamp", "deprecatedLastTimestamp"])) {
+        Some(t) => json!(t),
+        None => event_first_seen(obj),
+    }
+}
+fn event_type(obj: &Value) -> Value {
+    json!(str_or(&obj["type"], ""))
+}
+fn event_reason(obj: &Value) -> Value {
+    json!(str_or(&obj["reason"], ""))
+}
+fn involved(obj: &Value) -> &Value {
+    either(obj, &["involvedObject", "regarding"])
+}
+/// `kind/name` of the object the event is about, the kind lower-cased.
+fn event_object(obj: &Value) -> Value {
+    let o = involved(obj);
+    let kind = str_or(&o["kind"], "").to_lowercase();
+    match o["name"].as_str().filter(|n| !n.is_empty()) {
+        Some(name) => json!(format!("{kind}/{name}")),
+        None => json!(kind),
+    }
+}
+fn event_subobject(obj: &Value) -> Value {
+    json!(str_or(&involved(obj)["fieldPath"], ""))
+}
+/// `component, host` of the source (the reporting controller and instance without one).
+fn event_source(obj: &Value) -> Value {
+    let source = either(obj, &["source", "deprecatedSource"]);
+    let component = str_or(
+        &source["component"],
+        str_or(&obj["reportingController"], ""),
+    );
+    let component = if component.is_empty() {
+        str_or(&obj["reportingComponent"], "")
+    } else {
+        component
+    };
+    let host = str_or(&source["host"], str_or(&obj["reportingInstance"], ""));
+    if host.is_empty() {
+        json!(component)
+    } else {
+        json!(format!("{component}, {host}"))
+    }
+}
+fn event_message(obj: &Value) -> Value {
+    json!(str_or(either(obj, &["message", "note"]), "").trim())
+}
+/// The series' count, else the count, else 1 (a singleton event of events.k8s.io/v1).
+fn event_count(obj: &Value) -> Value {
+    let count = obj["series"]["count"]
+        .as_i64()
+        .or_else(|| either(obj, &["count", "deprecatedCount"]).as_i64())
+        .filter(|c| *c != 0)
+        .unwrap_or(1);
+    json!(count)
+}
+fn event_name(obj: &Value) -> Value {
+    obj["metadata"]["name"].clone()
+}
+
+const EVENT_FIELDS: &[&str] = &[
+    "involvedObject",
+    "regarding",
+    "type",
+    "reason",
+    "message",
+    "note",
+    "source",
+    "deprecatedSource",
+    "reportingController",
+    "reportingComponent",
+    "reportingInstance",
+    "firstTimestamp",
+    "deprecatedFirstTimestamp",
+    "lastTimestamp",
+    "deprecatedLastTimestamp",
+    "eventTime",
+    "count",
+    "deprecatedCount",
+    "series",
+];
+
+/// Upstream's event printer: no leading NAME (it is the last wide column) and no AGE.
+static EVENT: Printer = Printer {
+    columns: &[
+        col(
+            "Last Seen",
+            "string",
+            "When the event was last seen.",
+            0,
+            EVENT_FIELDS,
+            event_last_seen,
+        ),
+        col(
+            "Type",
+            "string",
+            "Normal or Warning.",
+            0,
+            EVENT_FIELDS,
+            event_type,
+        ),
+        col(
+            "Reason",
+            "string",
+            "Why the event happened, in one word.",
+            0,
+            EVENT_FIELDS,
+            event_reason,
+        ),
+        col(
+            "Object",
+            "string",
+            "The object the event is about.",
+            0,
+            EVENT_FIELDS,
+            event_object,
+        ),
+        col(
+            "Subobject",
+            "string",
+            "The part of the object the event is about.",
+            1,
+            EVENT_FIELDS,
+            event_subobject,
+        ),
+        col(
+            "Source",
+            "string",
+            "The component that reported the event.",
+            1,
+            EVENT_FIELDS,
+            event_source,
+        ),
+        col(
+            "Message",
+            "string",
+            "What happened.",
+            0,
+            EVENT_FIELDS,
+            event_message,
+        ),
+        col(
+            "First Seen",
+            "string",
+            "When the event was first seen.",
+            1,
+            EVENT_FIELDS,
+            event_first_seen,
+        ),
+        col(
+            "Count",
+            "string",
+            "How often the event happened.",
+            1,
+            EVENT_FIELDS,
+            event_count,
+        ),
+        col("Name", "string", "The event's name.", 1, &[], event_name),
+    ],
+    age: AgeAt::Never,
 };

@@ -3,7 +3,7 @@
 //! status, completions and duration, an endpoints list cut at three, a role's CREATED AT).
 //! The expected headers are written from upstream's printers, not read from this server.
 
-use apiserver_tests::tables::{cells, column_names};
+use apiserver_tests::tables::{cells, column_names, rows};
 use apiserver_tests::TestServer;
 
 /// One object of each kind whose columns are checked.
@@ -762,4 +762,65 @@ fn kubectl_get_prints_kube_apiservers_columns_for_builtin_kinds() {
         one("prioritylevelconfiguration", "pl")[1..6],
         ["Limited", "5", "16", "4", "50"]
     );
+}
+
+/// `kubectl get events` prints upstream's event columns: no leading NAME (the last wide
+/// column), no AGE, the object as `kind/name`, the source as `component, host`.
+#[test]
+fn kubectl_get_events_prints_kube_apiservers_event_columns() {
+    let s = TestServer::start();
+    s.kubectl_ok(&["create", "namespace", "ev"]);
+    let event = s.write_file(
+        "event.yaml",
+        "apiVersion: v1\nkind: Event\nmetadata: {name: web.1, namespace: ev}\n\
+         involvedObject: {kind: Pod, name: web, namespace: ev, fieldPath: \"spec.containers{web}\"}\n\
+         reason: BackOff\nmessage: \"  Back-off restarting failed container  \"\ntype: Warning\n\
+         source: {component: kubelet, host: n1}\ncount: 7\n\
+         firstTimestamp: \"2024-01-01T00:00:00Z\"\nlastTimestamp: \"2024-01-01T00:00:00Z\"\n",
+    );
+    s.kubectl_ok(&["create", "-f", event.to_str().unwrap()]);
+
+    let t = s.kubectl_ok(&["get", "events", "-n", "ev"]);
+    assert_eq!(
+        column_names(&t),
+        ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+        "{t}"
+    );
+    let r = rows(&t);
+    assert_eq!(r.len(), 1, "{t}");
+    assert_eq!(
+        r[0][1..],
+        [
+            "Warning",
+            "BackOff",
+            "pod/web",
+            "Back-off restarting failed container"
+        ],
+        "{t}"
+    );
+    assert!(
+        r[0][0].ends_with('d') || r[0][0].ends_with('y'),
+        "an age: {t}"
+    );
+
+    let t = s.kubectl_ok(&["get", "events", "-n", "ev", "-o", "wide"]);
+    assert_eq!(
+        column_names(&t),
+        [
+            "LAST SEEN",
+            "TYPE",
+            "REASON",
+            "OBJECT",
+            "SUBOBJECT",
+            "SOURCE",
+            "MESSAGE",
+            "FIRST SEEN",
+            "COUNT",
+            "NAME"
+        ],
+        "{t}"
+    );
+    let r = rows(&t);
+    assert_eq!(r[0][4..6], ["spec.containers{web}", "kubelet, n1"], "{t}");
+    assert_eq!(r[0][8..], ["7", "web.1"], "{t}");
 }
