@@ -70,7 +70,7 @@ fn computed(res: &ApiResource) -> &'static [ComputedColumn] {
 /// (CRDs' order). Built-in kinds: those of priority 0, Age, then the `-o wide` ones, as
 /// kube-apiserver's printers place Age (`kubectl get pods -o wide`: ... AGE IP NODE);
 /// a built-in printer (`registry::printers`) keeps its own order with Age in its place
-/// (Node: ... AGE VERSION) or none, and may place Name itself (Event).
+/// (Node: ... AGE VERSION) or none, and may place Name itself (Event, StorageClass).
 fn columns(res: &ApiResource) -> Vec<Column<'_>> {
     let printer_columns = res.def.printer_columns.iter().map(Column::Printer);
     let all = printer_columns.chain(computed(res).iter().map(Column::Computed));
@@ -123,7 +123,11 @@ fn column_definitions(columns: &[Column<'_>]) -> Vec<Value> {
                 "description": c.description.as_deref().unwrap_or(""),
                 "priority": c.priority,
             }),
-            Column::Computed(c) => json!({ "name": c.name, "type": c.type_, "format": "", "description": c.description, "priority": c.priority }),
+            Column::Computed(c) => {
+                // A printer's own Name column (Event, StorageClass) is still the name.
+                let format = if c.name == "Name" { "name" } else { "" };
+                json!({ "name": c.name, "type": c.type_, "format": format, "description": c.description, "priority": c.priority })
+            }
             Column::Age => json!({ "name": "Age", "type": "string", "format": "", "description": "Time since the object was created.", "priority": 0 }),
         });
     }
@@ -321,7 +325,8 @@ mod tests {
     use crate::catalog::Catalog;
 
     /// The bytes path gives the same Table as the decoded one, for every `includeObject`,
-    /// for a kind with computed columns and one with printer columns.
+    /// for kinds with computed columns (a strategy's, built-in printers') and one with
+    /// printer columns.
     #[test]
     fn tables_from_stored_bytes_equal_tables_from_objects() {
         let catalog =
@@ -332,6 +337,16 @@ mod tests {
                 "",
                 "configmaps",
                 json!({ "kind": "ConfigMap", "apiVersion": "v1", "metadata": { "name": "c", "namespace": "default", "creationTimestamp": "2020-01-01T00:00:00Z", "managedFields": managed, "labels": { "a": "b" } }, "data": { "a": "1", "b": "2" }, "binaryData": { "c": "AA==" } }),
+            ),
+            (
+                "batch",
+                "jobs",
+                json!({ "kind": "Job", "apiVersion": "batch/v1", "metadata": { "name": "j", "namespace": "default", "creationTimestamp": "2020-01-01T00:00:00Z", "managedFields": managed }, "spec": { "completions": 2, "template": { "spec": { "containers": [{ "name": "c", "image": "busybox" }] } } }, "status": { "succeeded": 1, "startTime": "2020-01-01T00:00:00Z", "completionTime": "2020-01-01T00:05:00Z", "conditions": [{ "type": "Complete", "status": "True" }] } }),
+            ),
+            (
+                "",
+                "events",
+                json!({ "kind": "Event", "apiVersion": "v1", "metadata": { "name": "e", "namespace": "default", "creationTimestamp": "2020-01-01T00:00:00Z", "managedFields": managed }, "involvedObject": { "kind": "Pod", "name": "p", "fieldPath": "spec" }, "reason": "Pulled", "message": "done", "type": "Normal", "source": { "component": "kubelet", "host": "n" }, "count": 3, "firstTimestamp": "2020-01-01T00:00:00Z", "lastTimestamp": "2020-01-01T00:00:00Z" }),
             ),
             (
                 "example.dev",

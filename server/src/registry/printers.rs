@@ -1087,8 +1087,33 @@ fn sc_expansion(obj: &Value) -> Value {
     json!(obj["allowVolumeExpansion"].as_bool().unwrap_or(false))
 }
 
+/// The name, with ` (default)` for the cluster's default class (its annotation).
+fn sc_name(obj: &Value) -> Value {
+    let name = str_or(&obj["metadata"]["name"], "");
+    let annotations = &obj["metadata"]["annotations"];
+    let default = [
+        "storageclass.kubernetes.io/is-default-class",
+        "storageclass.beta.kubernetes.io/is-default-class",
+    ]
+    .iter()
+    .any(|k| annotations[*k] == "true");
+    if default {
+        json!(format!("{name} (default)"))
+    } else {
+        json!(name)
+    }
+}
+
 static STORAGE_CLASS: Printer = Printer {
     columns: &[
+        col(
+            "Name",
+            "string",
+            "Name must be unique within a namespace.",
+            0,
+            &[],
+            sc_name,
+        ),
         col(
             "Provisioner",
             "string",

@@ -138,7 +138,9 @@ spec:
 ---
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
-metadata: {name: fast}
+metadata:
+  name: fast
+  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
 provisioner: example.com/fast
 ---
 apiVersion: networking.k8s.io/v1
@@ -720,10 +722,17 @@ fn kubectl_get_prints_kube_apiservers_columns_for_builtin_kinds() {
     assert_eq!(c[1..4], ["1Gi", "RWO,RWX", "Retain"], "{t}");
     assert_eq!(c[6..8], ["standard", "<unset>"], "{t}");
 
+    // The default class's name says so.
     let t = s.kubectl_ok(&["get", "sc", "fast"]);
     assert_eq!(
-        cells(&t, "fast")[1..5],
-        ["example.com/fast", "Delete", "Immediate", "false"],
+        cells(&t, "fast")[..5],
+        [
+            "fast (default)",
+            "example.com/fast",
+            "Delete",
+            "Immediate",
+            "false"
+        ],
         "{t}"
     );
     let t = s.kubectl_ok(&["get", "ingress", "ing"]);
