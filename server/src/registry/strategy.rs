@@ -441,7 +441,7 @@ pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy,
         Some("Node") => &super::nodes::NodeStrategy,
         Some("Deployment") => &super::workloads::DeploymentStrategy,
         Some("PodTemplateOwner") => &super::workloads::SPEC_TEMPLATE,
-        Some("CronJob") => &super::workloads::JOB_TEMPLATE,
+        Some("CronJob") => &super::workloads::CronJobStrategy,
         Some("PodTemplate") => &super::workloads::POD_TEMPLATE,
         // Built-in kinds whose metadata.generation counts spec changes, as upstream's
         // strategies for them keep it (PodDisruptionBudget, HPA, Ingress, NetworkPolicy).

@@ -25,7 +25,6 @@ metadata: {name: cj}
 spec:
   schedule: "*/5 * * * *"
   timeZone: Etc/UTC
-  suspend: true
   jobTemplate:
     spec:
       template:
@@ -639,12 +638,21 @@ fn kubectl_get_prints_kube_apiservers_columns_for_builtin_kinds() {
     let t = s.kubectl_ok(&["get", "job", "j"]);
     assert_eq!(cells(&t, "j")[1..4], ["Complete", "2/2", "90s"], "{t}");
 
+    // Not suspended: upstream's default, printed False.
     let t = s.kubectl_ok(&["get", "cronjob", "cj"]);
     assert_eq!(
         cells(&t, "cj")[1..6],
-        ["*/5 * * * *", "Etc/UTC", "True", "0", "<none>"],
+        ["*/5 * * * *", "Etc/UTC", "False", "0", "<none>"],
         "{t}"
     );
+    let defaults = s.kubectl_ok(&[
+        "get",
+        "cronjob",
+        "cj",
+        "-o",
+        "jsonpath={.spec.concurrencyPolicy},{.spec.successfulJobsHistoryLimit},{.spec.failedJobsHistoryLimit}",
+    ]);
+    assert_eq!(defaults, "Allow,3,1");
 
     // Every port of every address, the first three, and how many more.
     let t = s.kubectl_ok(&["get", "endpoints", "ep"]);
