@@ -151,6 +151,21 @@ impl Strategy for RbacStrategy {
     }
 }
 
+/// PriorityClass: `preemptionPolicy` defaults to `PreemptLowerPriority`, as upstream's
+/// (`kubectl get pc` prints it).
+pub struct PriorityClassStrategy;
+impl Strategy for PriorityClassStrategy {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if let Some(o) = obj.as_object_mut() {
+            o.entry("preemptionPolicy")
+                .or_insert_with(|| json!("PreemptLowerPriority"));
+        }
+    }
+    fn tracks_generation(&self) -> bool {
+        false
+    }
+}
+
 /// Custom and example resources: generation tracking, nothing else.
 pub struct DefaultStrategy;
 impl Strategy for DefaultStrategy {}
@@ -434,6 +449,7 @@ pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy,
         Some("Namespace") => &NamespaceStrategy,
         Some("CustomResourceDefinition") => &CustomResourceDefinitionStrategy,
         Some("RBAC") => &RbacStrategy,
+        Some("PriorityClass") => &PriorityClassStrategy,
         Some("Service") => &super::service_strategy::ServiceStrategy,
         Some("Pod") => &super::workloads::PodStrategy,
         Some("PersistentVolumeClaim") => &super::claims::PersistentVolumeClaimStrategy,

@@ -109,7 +109,6 @@ apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
 metadata: {name: high}
 value: 1000
-preemptionPolicy: Never
 ---
 apiVersion: v1
 kind: Node
@@ -707,11 +706,12 @@ fn kubectl_get_prints_kube_apiservers_columns_for_builtin_kinds() {
         "{created}"
     );
 
+    // AGE before PREEMPTIONPOLICY, upstream's default policy.
     let t = s.kubectl_ok(&["get", "pc", "high"]);
     let c = cells(&t, "high");
     assert_eq!(
         (c[1].as_str(), c[2].as_str(), c[4].as_str()),
-        ("1000", "false", "Never"),
+        ("1000", "false", "PreemptLowerPriority"),
         "{t}"
     );
 
