@@ -35,6 +35,7 @@ pub fn for_kind(group: &str, kind: &str) -> Option<&'static Printer> {
         ("", "ReplicationController") => &REPLICATION_CONTROLLER,
         ("apps", "DaemonSet") => &DAEMON_SET,
         ("apps", "StatefulSet") => &STATEFUL_SET,
+        ("apps", "ControllerRevision") => &CONTROLLER_REVISION,
         ("", "ServiceAccount") => &SERVICE_ACCOUNT,
         ("", "Endpoints") => &ENDPOINTS,
         ("discovery.k8s.io", "EndpointSlice") => &ENDPOINT_SLICE,
@@ -1918,4 +1919,55 @@ static EVENT: Printer = Printer {
         col("Name", "string", "The event's name.", 1, &[], event_name),
     ],
     age: AgeAt::Never,
+};
+
+/// `kind.group/name` of the controlling owner, lower-cased kind and group, `<none>`
+/// without one.
+fn cr_controller(obj: &Value) -> Value {
+    let owner = obj["metadata"]["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|o| o["controller"] == json!(true));
+    let Some(owner) = owner else {
+        return json!("<none>");
+    };
+    let api_version = str_or(&owner["apiVersion"], "");
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let kind = str_or(&owner["kind"], "");
+    let group_kind = if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    };
+    json!(format!(
+        "{}/{}",
+        group_kind.to_lowercase(),
+        str_or(&owner["name"], "")
+    ))
+}
+fn cr_revision(obj: &Value) -> Value {
+    json!(int(&obj["revision"]))
+}
+
+static CONTROLLER_REVISION: Printer = Printer {
+    columns: &[
+        col(
+            "Controller",
+            "string",
+            "The object that owns the revision.",
+            0,
+            &[],
+            cr_controller,
+        ),
+        col(
+            "Revision",
+            "string",
+            "The revision's number.",
+            0,
+            &["revision"],
+            cr_revision,
+        ),
+    ],
+    age: AgeAt::AfterNarrow,
 };

@@ -264,6 +264,17 @@ fn kubectl_get_prints_kube_apiservers_columns_for_builtin_kinds() {
     let s = TestServer::start();
     let file = s.write_file("objects.yaml", OBJECTS);
     s.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
+    // A revision the daemon set controls (its real uid, or the collector deletes it).
+    let uid = s.kubectl_ok(&["get", "ds", "ds", "-o", "jsonpath={.metadata.uid}"]);
+    let revision = s.write_file(
+        "revision.yaml",
+        &format!(
+            "apiVersion: apps/v1\nkind: ControllerRevision\nmetadata:\n  name: ds-1\n  \
+             ownerReferences: [{{apiVersion: apps/v1, kind: DaemonSet, name: ds, uid: {uid}, controller: true}}]\n\
+             revision: 1\n"
+        ),
+    );
+    s.kubectl_ok(&["create", "-f", revision.to_str().unwrap()]);
 
     // (resource, the header, the `-o wide` header), from upstream's printers.
     let cases: &[(&str, &[&str], &[&str])] = &[
@@ -481,6 +492,11 @@ fn kubectl_get_prints_kube_apiservers_columns_for_builtin_kinds() {
             "ingresses",
             &["NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"],
             &["NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"],
+        ),
+        (
+            "controllerrevisions",
+            &["NAME", "CONTROLLER", "REVISION", "AGE"],
+            &["NAME", "CONTROLLER", "REVISION", "AGE"],
         ),
         (
             "podtemplates",
@@ -752,6 +768,10 @@ fn kubectl_get_prints_kube_apiservers_columns_for_builtin_kinds() {
     );
 
     let one = |resource: &str, name: &str| cells(&s.kubectl_ok(&["get", resource, name]), name);
+    assert_eq!(
+        one("controllerrevision", "ds-1")[1..3],
+        ["daemonset.apps/ds", "1"]
+    );
     assert_eq!(one("podtemplate", "pt"), ["pt", "web", "nginx", "app=web"]);
     assert_eq!(one("pdb", "pdb")[1..4], ["1", "N/A", "0"]);
     assert_eq!(one("netpol", "np")[1], "app=web");
