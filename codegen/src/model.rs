@@ -28,6 +28,7 @@ pub const STRATEGIES: &[&str] = &[
     "Pod",
     "PodTemplate",
     "PodTemplateOwner",
+    "PriorityClass",
     "RBAC",
     "Secret",
     "Service",

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 use crate::api::meta::human_age;
 use crate::api::ApiError;
 use crate::catalog::ApiResource;
+use crate::registry::printers::{self, AgeAt, Printer};
 use crate::registry::strategy::ComputedColumn;
 use crate::storage::KeyValue;
 
@@ -41,42 +42,80 @@ impl IncludeObject {
     }
 }
 
-/// One column after Name.
+/// One column of the Table.
 enum Column<'a> {
+    /// `metadata.name`, first unless a printer places it (Event's wide NAME).
+    Name,
     Printer(&'a codegen::model::PrinterColumn),
     Computed(&'a ComputedColumn),
     Age,
 }
 
-/// The columns after Name, in order. Custom kinds: printer columns, computed ones, Age
+/// The built-in printer of `res` (`registry::printers`), when its strategy prints no
+/// columns of its own.
+fn printer(res: &ApiResource) -> Option<&'static Printer> {
+    if !res.builtin() || !res.strategy.computed_columns().is_empty() {
+        return None;
+    }
+    printers::for_kind(&res.def.group, &res.def.kind)
+}
+
+/// The computed columns of `res`: its strategy's, or its built-in printer's.
+fn computed(res: &ApiResource) -> &'static [ComputedColumn] {
+    printer(res).map_or_else(|| res.strategy.computed_columns(), |p| p.columns)
+}
+
+/// The columns, in order: Name (unless the printer places a Name column of its own),
+/// then the others. Custom kinds: printer columns, computed ones, Age
 /// (CRDs' order). Built-in kinds: those of priority 0, Age, then the `-o wide` ones, as
-/// kube-apiserver's printers place Age (`kubectl get pods -o wide`: ... AGE IP NODE).
+/// kube-apiserver's printers place Age (`kubectl get pods -o wide`: ... AGE IP NODE);
+/// a built-in printer (`registry::printers`) keeps its own order with Age in its place
+/// (Node: ... AGE VERSION) or none, and may place Name itself (Event, StorageClass).
 fn columns(res: &ApiResource) -> Vec<Column<'_>> {
-    let printer = res.def.printer_columns.iter().map(Column::Printer);
-    let computed = res.strategy.computed_columns().iter().map(Column::Computed);
-    let all = printer.chain(computed);
-    let age = res.strategy.prints_age().then_some(Column::Age);
+    let printer_columns = res.def.printer_columns.iter().map(Column::Printer);
+    let all = printer_columns.chain(computed(res).iter().map(Column::Computed));
+    let age_at = printer(res).map_or(AgeAt::AfterNarrow, |p| p.age);
+    let age = (res.strategy.prints_age() && age_at != AgeAt::Never).then_some(Column::Age);
+    let name = (!computed(res).iter().any(|c| c.name == "Name")).then_some(Column::Name);
     if res.strategy.prints_age_first() {
-        return age.into_iter().chain(all).collect();
+        return name.into_iter().chain(age).chain(all).collect();
     }
     if !res.builtin() {
-        return all.chain(age).collect();
+        return name.into_iter().chain(all).chain(age).collect();
+    }
+    if let Some(p) = printer(res) {
+        // Upstream's order as the printer lists it (Event's wide columns sit among the
+        // others), with Age put in its place.
+        let mut cols: Vec<Column<'_>> = all.collect();
+        if let Some(age) = age {
+            let at = match p.age {
+                AgeAt::After(n) => n,
+                AgeAt::AfterNarrow | AgeAt::Never => {
+                    p.columns.iter().filter(|c| c.priority == 0).count()
+                }
+            };
+            cols.insert(at.min(cols.len()), age);
+        }
+        return name.into_iter().chain(cols).collect();
     }
     let (narrow, wide): (Vec<Column<'_>>, Vec<Column<'_>>) = all.partition(|c| match c {
         Column::Printer(p) => p.priority == 0,
         Column::Computed(c) => c.priority == 0,
-        Column::Age => true,
+        Column::Name | Column::Age => true,
     });
-    narrow.into_iter().chain(age).chain(wide).collect()
+    name.into_iter()
+        .chain(narrow)
+        .chain(age)
+        .chain(wide)
+        .collect()
 }
 
-/// The Table's columns: Name, then `columns` (of [`columns`]).
+/// The Table's column definitions, of `columns` (of [`columns`]).
 fn column_definitions(columns: &[Column<'_>]) -> Vec<Value> {
-    let mut out = vec![
-        json!({ "name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0 }),
-    ];
+    let mut out = Vec::with_capacity(columns.len());
     for c in columns {
         out.push(match c {
+            Column::Name => json!({ "name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0 }),
             Column::Printer(c) => json!({
                 "name": c.name,
                 "type": c.type_,
@@ -84,7 +123,11 @@ fn column_definitions(columns: &[Column<'_>]) -> Vec<Value> {
                 "description": c.description.as_deref().unwrap_or(""),
                 "priority": c.priority,
             }),
-            Column::Computed(c) => json!({ "name": c.name, "type": c.type_, "format": "", "description": c.description, "priority": c.priority }),
+            Column::Computed(c) => {
+                // A printer's own Name column (Event, StorageClass) is still the name.
+                let format = if c.name == "Name" { "name" } else { "" };
+                json!({ "name": c.name, "type": c.type_, "format": format, "description": c.description, "priority": c.priority })
+            }
             Column::Age => json!({ "name": "Age", "type": "string", "format": "", "description": "Time since the object was created.", "priority": 0 }),
         });
     }
@@ -93,9 +136,10 @@ fn column_definitions(columns: &[Column<'_>]) -> Vec<Value> {
 
 /// One row's cells, in [`column_definitions`] order.
 fn cells(columns: &[Column<'_>], obj: &Value) -> Vec<Value> {
-    let mut cells = vec![obj["metadata"]["name"].clone()];
+    let mut cells = Vec::with_capacity(columns.len());
     for c in columns {
         cells.push(match c {
+            Column::Name => obj["metadata"]["name"].clone(),
             Column::Printer(c) => json_path(obj, &c.json_path).cloned().unwrap_or(Value::Null),
             Column::Computed(c) => (c.value)(obj),
             Column::Age => Value::String(
@@ -234,7 +278,7 @@ fn top_level_fields(res: &ApiResource) -> Vec<&str> {
             Some(&path[..end]).filter(|f| !f.is_empty() && *f != "metadata")
         })
         .collect();
-    for c in res.strategy.computed_columns() {
+    for c in computed(res) {
         fields.extend_from_slice(c.fields);
     }
     fields.sort_unstable();
@@ -281,7 +325,8 @@ mod tests {
     use crate::catalog::Catalog;
 
     /// The bytes path gives the same Table as the decoded one, for every `includeObject`,
-    /// for a kind with computed columns and one with printer columns.
+    /// for kinds with computed columns (a strategy's, built-in printers') and one with
+    /// printer columns.
     #[test]
     fn tables_from_stored_bytes_equal_tables_from_objects() {
         let catalog =
@@ -292,6 +337,16 @@ mod tests {
                 "",
                 "configmaps",
                 json!({ "kind": "ConfigMap", "apiVersion": "v1", "metadata": { "name": "c", "namespace": "default", "creationTimestamp": "2020-01-01T00:00:00Z", "managedFields": managed, "labels": { "a": "b" } }, "data": { "a": "1", "b": "2" }, "binaryData": { "c": "AA==" } }),
+            ),
+            (
+                "batch",
+                "jobs",
+                json!({ "kind": "Job", "apiVersion": "batch/v1", "metadata": { "name": "j", "namespace": "default", "creationTimestamp": "2020-01-01T00:00:00Z", "managedFields": managed }, "spec": { "completions": 2, "template": { "spec": { "containers": [{ "name": "c", "image": "busybox" }] } } }, "status": { "succeeded": 1, "startTime": "2020-01-01T00:00:00Z", "completionTime": "2020-01-01T00:05:00Z", "conditions": [{ "type": "Complete", "status": "True" }] } }),
+            ),
+            (
+                "",
+                "events",
+                json!({ "kind": "Event", "apiVersion": "v1", "metadata": { "name": "e", "namespace": "default", "creationTimestamp": "2020-01-01T00:00:00Z", "managedFields": managed }, "involvedObject": { "kind": "Pod", "name": "p", "fieldPath": "spec" }, "reason": "Pulled", "message": "done", "type": "Normal", "source": { "component": "kubelet", "host": "n" }, "count": 3, "firstTimestamp": "2020-01-01T00:00:00Z", "lastTimestamp": "2020-01-01T00:00:00Z" }),
             ),
             (
                 "example.dev",

@@ -25,6 +25,7 @@ pub mod persistent_volumes;
 pub mod pod_fields;
 pub mod pod_spec;
 pub mod pod_volumes;
+pub mod printers;
 pub mod propagation;
 pub mod schema;
 pub mod service_claims;

@@ -151,6 +151,21 @@ impl Strategy for RbacStrategy {
     }
 }
 
+/// PriorityClass: `preemptionPolicy` defaults to `PreemptLowerPriority`, as upstream's
+/// (`kubectl get pc` prints it).
+pub struct PriorityClassStrategy;
+impl Strategy for PriorityClassStrategy {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if let Some(o) = obj.as_object_mut() {
+            o.entry("preemptionPolicy")
+                .or_insert_with(|| json!("PreemptLowerPriority"));
+        }
+    }
+    fn tracks_generation(&self) -> bool {
+        false
+    }
+}
+
 /// Custom and example resources: generation tracking, nothing else.
 pub struct DefaultStrategy;
 impl Strategy for DefaultStrategy {}
@@ -434,6 +449,7 @@ pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy,
         Some("Namespace") => &NamespaceStrategy,
         Some("CustomResourceDefinition") => &CustomResourceDefinitionStrategy,
         Some("RBAC") => &RbacStrategy,
+        Some("PriorityClass") => &PriorityClassStrategy,
         Some("Service") => &super::service_strategy::ServiceStrategy,
         Some("Pod") => &super::workloads::PodStrategy,
         Some("PersistentVolumeClaim") => &super::claims::PersistentVolumeClaimStrategy,
@@ -441,7 +457,7 @@ pub fn named(name: Option<&str>, builtin: bool) -> Result<&'static dyn Strategy,
         Some("Node") => &super::nodes::NodeStrategy,
         Some("Deployment") => &super::workloads::DeploymentStrategy,
         Some("PodTemplateOwner") => &super::workloads::SPEC_TEMPLATE,
-        Some("CronJob") => &super::workloads::JOB_TEMPLATE,
+        Some("CronJob") => &super::workloads::CronJobStrategy,
         Some("PodTemplate") => &super::workloads::POD_TEMPLATE,
         // Built-in kinds whose metadata.generation counts spec changes, as upstream's
         // strategies for them keep it (PodDisruptionBudget, HPA, Ingress, NetworkPolicy).

@@ -566,9 +566,13 @@ fn images(obj: &Value) -> Value {
     template_containers(obj, "image")
 }
 
-/// A label selector as `kubectl` prints it: `k=v,k in (a,b)`.
+/// The `spec.selector` of `obj` as `kubectl` prints it: `k=v,k in (a,b)`.
 fn selector(obj: &Value) -> Value {
-    let s = &obj["spec"]["selector"];
+    format_selector(&obj["spec"]["selector"])
+}
+
+/// A label selector `s` as kubectl prints it, `<none>` when it selects nothing.
+pub fn format_selector(s: &Value) -> Value {
     let mut parts: Vec<String> = s["matchLabels"]
         .as_object()
         .into_iter()
@@ -813,6 +817,38 @@ pub static JOB_TEMPLATE: TemplateStrategy = TemplateStrategy {
     path: &["spec", "jobTemplate", "spec", "template"],
     restart_policies: JOB_POLICIES,
 };
+
+/// CronJob: upstream's defaults (concurrency `Allow`, not suspended, 3 successful and 1
+/// failed job kept: `kubectl get cronjobs` prints SUSPEND `False`) and its job
+/// template's pod defaults and checks.
+pub struct CronJobStrategy;
+impl Strategy for CronJobStrategy {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        JOB_TEMPLATE.prepare_for_create(obj);
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+            default(spec, "concurrencyPolicy", json!("Allow"));
+            default(spec, "suspend", json!(false));
+            default(spec, "successfulJobsHistoryLimit", json!(3));
+            default(spec, "failedJobsHistoryLimit", json!(1));
+        }
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<StatusCause> {
+        JOB_TEMPLATE.validate(obj)
+    }
+
+    fn warnings(&self, obj: &Value, old: Option<&Value>) -> Vec<String> {
+        JOB_TEMPLATE.warnings(obj, old)
+    }
+
+    fn allow_unconditional_update(&self) -> bool {
+        JOB_TEMPLATE.allow_unconditional_update()
+    }
+
+    fn tracks_generation(&self) -> bool {
+        JOB_TEMPLATE.tracks_generation()
+    }
+}
 
 /// PodTemplate (`template`).
 pub static POD_TEMPLATE: TemplateStrategy = TemplateStrategy {

@@ -16,6 +16,7 @@ mod bad_input;
 mod builtin_controllers;
 mod builtin_kinds;
 mod builtin_subresources;
+mod builtin_tables;
 mod builtin_validation;
 mod builtin_workloads;
 mod command_line;
