@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::strategy::ComputedColumn;
+use super::strategy::{column, ComputedColumn};
 use crate::api::meta::{human_age, human_duration};
 
 /// Where a kind's Table prints Age among its priority-0 columns.
@@ -70,24 +70,6 @@ pub fn for_kind(group: &str, kind: &str) -> Option<&'static Printer> {
         }
         _ => return None,
     })
-}
-
-const fn col(
-    name: &'static str,
-    type_: &'static str,
-    description: &'static str,
-    priority: i32,
-    fields: &'static [&'static str],
-    value: fn(&Value) -> Value,
-) -> ComputedColumn {
-    ComputedColumn {
-        name,
-        type_,
-        description,
-        priority,
-        fields,
-        value,
-    }
 }
 
 const SPEC_STATUS: &[&str] = &["spec", "status"];
@@ -169,7 +151,7 @@ fn rc_selector(obj: &Value) -> Value {
     labels(&obj["spec"]["selector"])
 }
 
-const CONTAINERS: ComputedColumn = col(
+const CONTAINERS: ComputedColumn = column(
     "Containers",
     "string",
     "The names of the template's containers.",
@@ -177,7 +159,7 @@ const CONTAINERS: ComputedColumn = col(
     SPEC,
     spec_containers,
 );
-const IMAGES: ComputedColumn = col(
+const IMAGES: ComputedColumn = column(
     "Images",
     "string",
     "The images of the template's containers.",
@@ -185,7 +167,7 @@ const IMAGES: ComputedColumn = col(
     SPEC,
     spec_images,
 );
-const SELECTOR: ComputedColumn = col(
+const SELECTOR: ComputedColumn = column(
     "Selector",
     "string",
     "The label selector of the pods.",
@@ -193,7 +175,7 @@ const SELECTOR: ComputedColumn = col(
     SPEC,
     spec_selector,
 );
-const DESIRED: ComputedColumn = col(
+const DESIRED: ComputedColumn = column(
     "Desired",
     "integer",
     "Replicas wanted.",
@@ -201,7 +183,7 @@ const DESIRED: ComputedColumn = col(
     SPEC,
     spec_replicas,
 );
-const CURRENT: ComputedColumn = col(
+const CURRENT: ComputedColumn = column(
     "Current",
     "integer",
     "Replicas created.",
@@ -209,7 +191,7 @@ const CURRENT: ComputedColumn = col(
     SPEC_STATUS,
     status_replicas,
 );
-const READY: ComputedColumn = col(
+const READY: ComputedColumn = column(
     "Ready",
     "integer",
     "Replicas ready.",
@@ -230,7 +212,7 @@ static REPLICATION_CONTROLLER: Printer = Printer {
         READY,
         CONTAINERS,
         IMAGES,
-        col(
+        column(
             "Selector",
             "string",
             "The labels of the pods.",
@@ -266,7 +248,7 @@ fn ds_node_selector(obj: &Value) -> Value {
 
 static DAEMON_SET: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Desired",
             "integer",
             "Nodes that should run the pod.",
@@ -274,7 +256,7 @@ static DAEMON_SET: Printer = Printer {
             SPEC_STATUS,
             ds_desired,
         ),
-        col(
+        column(
             "Current",
             "integer",
             "Nodes running the pod.",
@@ -282,7 +264,7 @@ static DAEMON_SET: Printer = Printer {
             SPEC_STATUS,
             ds_current,
         ),
-        col(
+        column(
             "Ready",
             "integer",
             "Nodes whose pod is ready.",
@@ -290,7 +272,7 @@ static DAEMON_SET: Printer = Printer {
             SPEC_STATUS,
             ds_ready,
         ),
-        col(
+        column(
             "Up-to-date",
             "integer",
             "Nodes running the current template.",
@@ -298,7 +280,7 @@ static DAEMON_SET: Printer = Printer {
             SPEC_STATUS,
             ds_updated,
         ),
-        col(
+        column(
             "Available",
             "integer",
             "Nodes whose pod is available.",
@@ -306,7 +288,7 @@ static DAEMON_SET: Printer = Printer {
             SPEC_STATUS,
             ds_available,
         ),
-        col(
+        column(
             "Node Selector",
             "string",
             "The nodes the pods may run on.",
@@ -331,7 +313,7 @@ fn sts_ready(obj: &Value) -> Value {
 
 static STATEFUL_SET: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Ready",
             "string",
             "Ready replicas of those wanted.",
@@ -397,7 +379,7 @@ fn job_duration(obj: &Value) -> Value {
 
 static JOB: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Status",
             "string",
             "What the job came to, or that it runs.",
@@ -405,7 +387,7 @@ static JOB: Printer = Printer {
             &["metadata", "status"],
             job_status,
         ),
-        col(
+        column(
             "Completions",
             "string",
             "Pods that succeeded, of those wanted.",
@@ -413,7 +395,7 @@ static JOB: Printer = Printer {
             SPEC_STATUS,
             job_completions,
         ),
-        col(
+        column(
             "Duration",
             "string",
             "How long the job took, or has run so far.",
@@ -462,7 +444,7 @@ fn cron_selector(obj: &Value) -> Value {
 
 static CRON_JOB: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Schedule",
             "string",
             "When jobs are made, in cron format.",
@@ -470,7 +452,7 @@ static CRON_JOB: Printer = Printer {
             SPEC,
             cron_schedule,
         ),
-        col(
+        column(
             "Timezone",
             "string",
             "The time zone of the schedule.",
@@ -478,7 +460,7 @@ static CRON_JOB: Printer = Printer {
             SPEC,
             cron_time_zone,
         ),
-        col(
+        column(
             "Suspend",
             "boolean",
             "Whether new jobs are held back.",
@@ -486,7 +468,7 @@ static CRON_JOB: Printer = Printer {
             SPEC,
             cron_suspend,
         ),
-        col(
+        column(
             "Active",
             "integer",
             "Jobs running now.",
@@ -494,7 +476,7 @@ static CRON_JOB: Printer = Printer {
             SPEC_STATUS,
             cron_active,
         ),
-        col(
+        column(
             "Last Schedule",
             "string",
             "Since a job was last made.",
@@ -502,7 +484,7 @@ static CRON_JOB: Printer = Printer {
             SPEC_STATUS,
             cron_last_schedule,
         ),
-        col(
+        column(
             "Containers",
             "string",
             "The names of the template's containers.",
@@ -510,7 +492,7 @@ static CRON_JOB: Printer = Printer {
             SPEC,
             cron_containers,
         ),
-        col(
+        column(
             "Images",
             "string",
             "The images of the template's containers.",
@@ -518,7 +500,7 @@ static CRON_JOB: Printer = Printer {
             SPEC,
             cron_images,
         ),
-        col(
+        column(
             "Selector",
             "string",
             "The label selector of the jobs' pods.",
@@ -537,7 +519,7 @@ fn sa_secrets(obj: &Value) -> Value {
 }
 
 static SERVICE_ACCOUNT: Printer = Printer {
-    columns: &[col(
+    columns: &[column(
         "Secrets",
         "integer",
         "Secrets the account may use.",
@@ -585,7 +567,7 @@ fn join_host_port(ip: &str, port: i64) -> String {
 }
 
 static ENDPOINTS: Printer = Printer {
-    columns: &[col(
+    columns: &[column(
         "Endpoints",
         "string",
         "The addresses and ports of the endpoints.",
@@ -625,7 +607,7 @@ fn slice_endpoints(obj: &Value) -> Value {
 
 static ENDPOINT_SLICE: Printer = Printer {
     columns: &[
-        col(
+        column(
             "AddressType",
             "string",
             "The kind of addresses the slice holds.",
@@ -633,7 +615,7 @@ static ENDPOINT_SLICE: Printer = Printer {
             &["addressType"],
             slice_address_type,
         ),
-        col(
+        column(
             "Ports",
             "string",
             "The ports of the endpoints.",
@@ -641,7 +623,7 @@ static ENDPOINT_SLICE: Printer = Printer {
             &["ports"],
             slice_ports,
         ),
-        col(
+        column(
             "Endpoints",
             "string",
             "The endpoints' addresses.",
@@ -662,7 +644,7 @@ fn created_at(obj: &Value) -> Value {
 }
 
 static ROLE: Printer = Printer {
-    columns: &[col(
+    columns: &[column(
         "Created At",
         "date",
         "When the role was created.",
@@ -685,7 +667,7 @@ fn pc_preemption(obj: &Value) -> Value {
 
 static PRIORITY_CLASS: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Value",
             "integer",
             "The priority of pods of the class.",
@@ -693,7 +675,7 @@ static PRIORITY_CLASS: Printer = Printer {
             &["value"],
             pc_value,
         ),
-        col(
+        column(
             "Global-Default",
             "boolean",
             "Whether pods without a class get this one.",
@@ -701,7 +683,7 @@ static PRIORITY_CLASS: Printer = Printer {
             &["globalDefault"],
             pc_global_default,
         ),
-        col(
+        column(
             "PreemptionPolicy",
             "string",
             "Whether pods of the class preempt lower ones.",
@@ -788,7 +770,7 @@ fn node_runtime(obj: &Value) -> Value {
 
 static NODE: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Status",
             "string",
             "Whether the node is ready and schedulable.",
@@ -796,7 +778,7 @@ static NODE: Printer = Printer {
             &["metadata", "spec", "status"],
             node_status,
         ),
-        col(
+        column(
             "Roles",
             "string",
             "The node's roles, from its labels.",
@@ -804,7 +786,7 @@ static NODE: Printer = Printer {
             &["metadata"],
             node_roles,
         ),
-        col(
+        column(
             "Version",
             "string",
             "The kubelet's version.",
@@ -812,7 +794,7 @@ static NODE: Printer = Printer {
             &["status"],
             node_version,
         ),
-        col(
+        column(
             "Internal-IP",
             "string",
             "The node's internal address.",
@@ -820,7 +802,7 @@ static NODE: Printer = Printer {
             &["status"],
             node_internal_ip,
         ),
-        col(
+        column(
             "External-IP",
             "string",
             "The node's external address.",
@@ -828,7 +810,7 @@ static NODE: Printer = Printer {
             &["status"],
             node_external_ip,
         ),
-        col(
+        column(
             "OS-Image",
             "string",
             "The node's operating system image.",
@@ -836,7 +818,7 @@ static NODE: Printer = Printer {
             &["status"],
             node_os_image,
         ),
-        col(
+        column(
             "Kernel-Version",
             "string",
             "The node's kernel version.",
@@ -844,7 +826,7 @@ static NODE: Printer = Printer {
             &["status"],
             node_kernel,
         ),
-        col(
+        column(
             "Container-Runtime",
             "string",
             "The node's container runtime and version.",
@@ -920,7 +902,7 @@ const META_SPEC_STATUS: &[&str] = &["metadata", "spec", "status"];
 
 static PERSISTENT_VOLUME: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Capacity",
             "string",
             "The volume's size.",
@@ -928,7 +910,7 @@ static PERSISTENT_VOLUME: Printer = Printer {
             SPEC,
             pv_capacity,
         ),
-        col(
+        column(
             "Access Modes",
             "string",
             "How the volume may be mounted.",
@@ -936,7 +918,7 @@ static PERSISTENT_VOLUME: Printer = Printer {
             SPEC,
             pv_access_modes,
         ),
-        col(
+        column(
             "Reclaim Policy",
             "string",
             "What happens to the volume once released.",
@@ -944,7 +926,7 @@ static PERSISTENT_VOLUME: Printer = Printer {
             SPEC,
             pv_reclaim,
         ),
-        col(
+        column(
             "Status",
             "string",
             "The volume's phase.",
@@ -952,7 +934,7 @@ static PERSISTENT_VOLUME: Printer = Printer {
             META_SPEC_STATUS,
             phase_of,
         ),
-        col(
+        column(
             "Claim",
             "string",
             "The claim bound to the volume.",
@@ -960,7 +942,7 @@ static PERSISTENT_VOLUME: Printer = Printer {
             SPEC,
             pv_claim,
         ),
-        col(
+        column(
             "StorageClass",
             "string",
             "The volume's storage class.",
@@ -968,7 +950,7 @@ static PERSISTENT_VOLUME: Printer = Printer {
             META_SPEC_STATUS,
             storage_class_of,
         ),
-        col(
+        column(
             "VolumeAttributesClass",
             "string",
             "The volume's attributes class.",
@@ -976,7 +958,7 @@ static PERSISTENT_VOLUME: Printer = Printer {
             SPEC,
             attributes_class_of,
         ),
-        col(
+        column(
             "Reason",
             "string",
             "Why the volume is in its phase.",
@@ -984,7 +966,7 @@ static PERSISTENT_VOLUME: Printer = Printer {
             SPEC_STATUS,
             pv_reason,
         ),
-        col(
+        column(
             "VolumeMode",
             "string",
             "Filesystem or Block.",
@@ -1015,7 +997,7 @@ fn pvc_access_modes(obj: &Value) -> Value {
 
 static PERSISTENT_VOLUME_CLAIM: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Status",
             "string",
             "The claim's phase.",
@@ -1023,7 +1005,7 @@ static PERSISTENT_VOLUME_CLAIM: Printer = Printer {
             META_SPEC_STATUS,
             phase_of,
         ),
-        col(
+        column(
             "Volume",
             "string",
             "The volume bound to the claim.",
@@ -1031,7 +1013,7 @@ static PERSISTENT_VOLUME_CLAIM: Printer = Printer {
             SPEC,
             pvc_volume,
         ),
-        col(
+        column(
             "Capacity",
             "string",
             "The bound volume's size.",
@@ -1039,7 +1021,7 @@ static PERSISTENT_VOLUME_CLAIM: Printer = Printer {
             SPEC_STATUS,
             pvc_capacity,
         ),
-        col(
+        column(
             "Access Modes",
             "string",
             "How the bound volume may be mounted.",
@@ -1047,7 +1029,7 @@ static PERSISTENT_VOLUME_CLAIM: Printer = Printer {
             SPEC_STATUS,
             pvc_access_modes,
         ),
-        col(
+        column(
             "StorageClass",
             "string",
             "The claim's storage class.",
@@ -1055,7 +1037,7 @@ static PERSISTENT_VOLUME_CLAIM: Printer = Printer {
             META_SPEC_STATUS,
             storage_class_of,
         ),
-        col(
+        column(
             "VolumeAttributesClass",
             "string",
             "The claim's attributes class.",
@@ -1063,7 +1045,7 @@ static PERSISTENT_VOLUME_CLAIM: Printer = Printer {
             SPEC,
             attributes_class_of,
         ),
-        col(
+        column(
             "VolumeMode",
             "string",
             "Filesystem or Block.",
@@ -1107,7 +1089,7 @@ fn sc_name(obj: &Value) -> Value {
 
 static STORAGE_CLASS: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Name",
             "string",
             "Name must be unique within a namespace.",
@@ -1115,7 +1097,7 @@ static STORAGE_CLASS: Printer = Printer {
             &[],
             sc_name,
         ),
-        col(
+        column(
             "Provisioner",
             "string",
             "The driver that provisions volumes.",
@@ -1123,7 +1105,7 @@ static STORAGE_CLASS: Printer = Printer {
             &["provisioner"],
             sc_provisioner,
         ),
-        col(
+        column(
             "ReclaimPolicy",
             "string",
             "What happens to provisioned volumes once released.",
@@ -1131,7 +1113,7 @@ static STORAGE_CLASS: Printer = Printer {
             &["reclaimPolicy"],
             sc_reclaim,
         ),
-        col(
+        column(
             "VolumeBindingMode",
             "string",
             "When volumes are bound and provisioned.",
@@ -1139,7 +1121,7 @@ static STORAGE_CLASS: Printer = Printer {
             &["volumeBindingMode"],
             sc_binding,
         ),
-        col(
+        column(
             "AllowVolumeExpansion",
             "string",
             "Whether claims of the class may grow.",
@@ -1200,7 +1182,7 @@ fn ingress_ports(obj: &Value) -> Value {
 
 static INGRESS: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Class",
             "string",
             "The ingress class.",
@@ -1208,7 +1190,7 @@ static INGRESS: Printer = Printer {
             SPEC,
             ingress_class,
         ),
-        col(
+        column(
             "Hosts",
             "string",
             "The hosts the rules match.",
@@ -1216,7 +1198,7 @@ static INGRESS: Printer = Printer {
             SPEC,
             ingress_hosts,
         ),
-        col(
+        column(
             "Address",
             "string",
             "Where the load balancer listens.",
@@ -1224,7 +1206,7 @@ static INGRESS: Printer = Printer {
             &["status"],
             ingress_address,
         ),
-        col(
+        column(
             "Ports",
             "string",
             "The ports served (443 with TLS).",
@@ -1254,7 +1236,7 @@ fn ingress_class_parameters(obj: &Value) -> Value {
 
 static INGRESS_CLASS: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Controller",
             "string",
             "The controller that implements the class.",
@@ -1262,7 +1244,7 @@ static INGRESS_CLASS: Printer = Printer {
             SPEC,
             ingress_class_controller,
         ),
-        col(
+        column(
             "Parameters",
             "string",
             "The class's parameters resource.",
@@ -1279,7 +1261,7 @@ fn pod_selector(obj: &Value) -> Value {
 }
 
 static NETWORK_POLICY: Printer = Printer {
-    columns: &[col(
+    columns: &[column(
         "Pod-Selector",
         "string",
         "The pods the policy applies to.",
@@ -1304,7 +1286,7 @@ fn pt_labels(obj: &Value) -> Value {
 
 static POD_TEMPLATE: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Containers",
             "string",
             "The names of the template's containers.",
@@ -1312,7 +1294,7 @@ static POD_TEMPLATE: Printer = Printer {
             &["template"],
             pt_containers,
         ),
-        col(
+        column(
             "Images",
             "string",
             "The images of the template's containers.",
@@ -1320,7 +1302,7 @@ static POD_TEMPLATE: Printer = Printer {
             &["template"],
             pt_images,
         ),
-        col(
+        column(
             "Pod Labels",
             "string",
             "The labels of the template's pods.",
@@ -1352,7 +1334,7 @@ fn pdb_allowed(obj: &Value) -> Value {
 
 static POD_DISRUPTION_BUDGET: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Min Available",
             "string",
             "Pods that must stay available.",
@@ -1360,7 +1342,7 @@ static POD_DISRUPTION_BUDGET: Printer = Printer {
             SPEC,
             pdb_min,
         ),
-        col(
+        column(
             "Max Unavailable",
             "string",
             "Pods that may be unavailable.",
@@ -1368,7 +1350,7 @@ static POD_DISRUPTION_BUDGET: Printer = Printer {
             SPEC,
             pdb_max,
         ),
-        col(
+        column(
             "Allowed Disruptions",
             "integer",
             "Pods that may be disrupted now.",
@@ -1381,7 +1363,7 @@ static POD_DISRUPTION_BUDGET: Printer = Printer {
 };
 
 static LIMIT_RANGE: Printer = Printer {
-    columns: &[col(
+    columns: &[column(
         "Created At",
         "date",
         "When the limit range was created.",
@@ -1430,7 +1412,7 @@ fn quota_limit(obj: &Value) -> Value {
 
 static RESOURCE_QUOTA: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Request",
             "string",
             "Requests used of the quota's hard limits.",
@@ -1438,7 +1420,7 @@ static RESOURCE_QUOTA: Printer = Printer {
             &["status"],
             quota_request,
         ),
-        col(
+        column(
             "Limit",
             "string",
             "Limits used of the quota's hard limits.",
@@ -1457,7 +1439,7 @@ fn runtime_handler(obj: &Value) -> Value {
 }
 
 static RUNTIME_CLASS: Printer = Printer {
-    columns: &[col(
+    columns: &[column(
         "Handler",
         "string",
         "The runtime handler of the class.",
@@ -1473,7 +1455,7 @@ fn csi_node_drivers(obj: &Value) -> Value {
 }
 
 static CSI_NODE: Printer = Printer {
-    columns: &[col(
+    columns: &[column(
         "Drivers",
         "integer",
         "The CSI drivers on the node.",
@@ -1499,7 +1481,7 @@ fn va_attached(obj: &Value) -> Value {
 
 static VOLUME_ATTACHMENT: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Attacher",
             "string",
             "The driver that attaches the volume.",
@@ -1507,8 +1489,8 @@ static VOLUME_ATTACHMENT: Printer = Printer {
             SPEC,
             va_attacher,
         ),
-        col("PV", "string", "The volume to attach.", 0, SPEC, va_pv),
-        col(
+        column("PV", "string", "The volume to attach.", 0, SPEC, va_pv),
+        column(
             "Node",
             "string",
             "The node to attach it to.",
@@ -1516,7 +1498,7 @@ static VOLUME_ATTACHMENT: Printer = Printer {
             SPEC,
             va_node,
         ),
-        col(
+        column(
             "Attached",
             "boolean",
             "Whether the volume is attached.",
@@ -1533,7 +1515,7 @@ fn vac_driver(obj: &Value) -> Value {
 }
 
 static VOLUME_ATTRIBUTES_CLASS: Printer = Printer {
-    columns: &[col(
+    columns: &[column(
         "DriverName",
         "string",
         "The CSI driver of the class.",
@@ -1549,7 +1531,7 @@ fn webhooks(obj: &Value) -> Value {
 }
 
 static WEBHOOK_CONFIGURATION: Printer = Printer {
-    columns: &[col(
+    columns: &[column(
         "Webhooks",
         "integer",
         "The webhooks configured.",
@@ -1578,7 +1560,7 @@ fn vap_param_kind(obj: &Value) -> Value {
 
 static VALIDATING_ADMISSION_POLICY: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Validations",
             "integer",
             "The policy's validations.",
@@ -1586,7 +1568,7 @@ static VALIDATING_ADMISSION_POLICY: Printer = Printer {
             SPEC,
             vap_validations,
         ),
-        col(
+        column(
             "ParamKind",
             "string",
             "The kind of the policy's parameters.",
@@ -1625,7 +1607,7 @@ fn fs_missing_pl(obj: &Value) -> Value {
 
 static FLOW_SCHEMA: Printer = Printer {
     columns: &[
-        col(
+        column(
             "PriorityLevel",
             "string",
             "The priority level of the matched requests.",
@@ -1633,7 +1615,7 @@ static FLOW_SCHEMA: Printer = Printer {
             SPEC,
             fs_priority_level,
         ),
-        col(
+        column(
             "MatchingPrecedence",
             "integer",
             "Lower matches first.",
@@ -1641,7 +1623,7 @@ static FLOW_SCHEMA: Printer = Printer {
             SPEC,
             fs_precedence,
         ),
-        col(
+        column(
             "DistinguisherMethod",
             "string",
             "How matched requests are split into flows.",
@@ -1649,7 +1631,7 @@ static FLOW_SCHEMA: Printer = Printer {
             SPEC,
             fs_distinguisher,
         ),
-        col(
+        column(
             "MissingPL",
             "string",
             "Whether the priority level is missing.",
@@ -1695,8 +1677,8 @@ fn plc_queue_length(obj: &Value) -> Value {
 
 static PRIORITY_LEVEL_CONFIGURATION: Printer = Printer {
     columns: &[
-        col("Type", "string", "Exempt or Limited.", 0, SPEC, plc_type),
-        col(
+        column("Type", "string", "Exempt or Limited.", 0, SPEC, plc_type),
+        column(
             "NominalConcurrencyShares",
             "string",
             "The level's share of the server's concurrency.",
@@ -1704,7 +1686,7 @@ static PRIORITY_LEVEL_CONFIGURATION: Printer = Printer {
             SPEC,
             plc_shares,
         ),
-        col(
+        column(
             "Queues",
             "string",
             "Queues of the level.",
@@ -1712,7 +1694,7 @@ static PRIORITY_LEVEL_CONFIGURATION: Printer = Printer {
             SPEC,
             plc_queues,
         ),
-        col(
+        column(
             "HandSize",
             "string",
             "Queues each flow may be shuffled into.",
@@ -1720,7 +1702,7 @@ static PRIORITY_LEVEL_CONFIGURATION: Printer = Printer {
             SPEC,
             plc_hand_size,
         ),
-        col(
+        column(
             "QueueLengthLimit",
             "string",
             "Requests each queue may hold.",
@@ -1844,7 +1826,7 @@ const EVENT_FIELDS: &[&str] = &[
 /// Upstream's event printer: no leading NAME (it is the last wide column) and no AGE.
 static EVENT: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Last Seen",
             "string",
             "When the event was last seen.",
@@ -1852,7 +1834,7 @@ static EVENT: Printer = Printer {
             EVENT_FIELDS,
             event_last_seen,
         ),
-        col(
+        column(
             "Type",
             "string",
             "Normal or Warning.",
@@ -1860,7 +1842,7 @@ static EVENT: Printer = Printer {
             EVENT_FIELDS,
             event_type,
         ),
-        col(
+        column(
             "Reason",
             "string",
             "Why the event happened, in one word.",
@@ -1868,7 +1850,7 @@ static EVENT: Printer = Printer {
             EVENT_FIELDS,
             event_reason,
         ),
-        col(
+        column(
             "Object",
             "string",
             "The object the event is about.",
@@ -1876,7 +1858,7 @@ static EVENT: Printer = Printer {
             EVENT_FIELDS,
             event_object,
         ),
-        col(
+        column(
             "Subobject",
             "string",
             "The part of the object the event is about.",
@@ -1884,7 +1866,7 @@ static EVENT: Printer = Printer {
             EVENT_FIELDS,
             event_subobject,
         ),
-        col(
+        column(
             "Source",
             "string",
             "The component that reported the event.",
@@ -1892,7 +1874,7 @@ static EVENT: Printer = Printer {
             EVENT_FIELDS,
             event_source,
         ),
-        col(
+        column(
             "Message",
             "string",
             "What happened.",
@@ -1900,7 +1882,7 @@ static EVENT: Printer = Printer {
             EVENT_FIELDS,
             event_message,
         ),
-        col(
+        column(
             "First Seen",
             "string",
             "When the event was first seen.",
@@ -1908,7 +1890,7 @@ static EVENT: Printer = Printer {
             EVENT_FIELDS,
             event_first_seen,
         ),
-        col(
+        column(
             "Count",
             "string",
             "How often the event happened.",
@@ -1916,7 +1898,7 @@ static EVENT: Printer = Printer {
             EVENT_FIELDS,
             event_count,
         ),
-        col("Name", "string", "The event's name.", 1, &[], event_name),
+        column("Name", "string", "The event's name.", 1, &[], event_name),
     ],
     age: AgeAt::Never,
 };
@@ -1952,7 +1934,7 @@ fn cr_revision(obj: &Value) -> Value {
 
 static CONTROLLER_REVISION: Printer = Printer {
     columns: &[
-        col(
+        column(
             "Controller",
             "string",
             "The object that owns the revision.",
@@ -1960,7 +1942,7 @@ static CONTROLLER_REVISION: Printer = Printer {
             &[],
             cr_controller,
         ),
-        col(
+        column(
             "Revision",
             "string",
             "The revision's number.",

@@ -22,6 +22,25 @@ pub struct ComputedColumn {
     pub value: fn(&Value) -> Value,
 }
 
+/// A [`ComputedColumn`], positionally, so the column tables of many kinds stay short.
+pub const fn column(
+    name: &'static str,
+    type_: &'static str,
+    description: &'static str,
+    priority: i32,
+    fields: &'static [&'static str],
+    value: fn(&Value) -> Value,
+) -> ComputedColumn {
+    ComputedColumn {
+        name,
+        type_,
+        description,
+        priority,
+        fields,
+        value,
+    }
+}
+
 fn data_count(obj: &Value) -> Value {
     let count = |f: &str| obj.get(f).and_then(Value::as_object).map_or(0, |m| m.len());
     json!(count("data") + count("binaryData"))

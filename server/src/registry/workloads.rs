@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::cel::library::parse_quantity;
 use super::pod_spec;
-use super::strategy::{ComputedColumn, Strategy};
+use super::strategy::{column, ComputedColumn, Strategy};
 use crate::api::StatusCause;
 
 /// Sets `key` to `value` in `obj` when it is absent or null.
@@ -224,24 +224,6 @@ fn pod_readiness_gates(obj: &Value) -> Value {
 }
 
 const POD_FIELDS: &[&str] = &["spec", "status"];
-
-const fn column(
-    name: &'static str,
-    type_: &'static str,
-    description: &'static str,
-    priority: i32,
-    fields: &'static [&'static str],
-    value: fn(&Value) -> Value,
-) -> ComputedColumn {
-    ComputedColumn {
-        name,
-        type_,
-        description,
-        priority,
-        fields,
-        value,
-    }
-}
 
 const POD_COLUMNS: &[ComputedColumn] = &[
     column(
