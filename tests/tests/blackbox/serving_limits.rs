@@ -97,31 +97,38 @@ fn a_request_over_the_timeout_is_a_504_status() {
 /// byte, then whatever the server answers and `closed <s>` when the connection ends (a
 /// write the server refuses ends it too).
 const TRICKLING_CLIENT: &str = r#"
-import socket, ssl, sys, threading, time
+import socket, ssl, sys, time
 tls = ssl.create_default_context(cafile=sys.argv[2])
 conn = tls.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), server_hostname="127.0.0.1")
 body = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"slow"}}'
 head = (b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"Authorization: Bearer " + sys.argv[3].encode() + b"\r\n"
         b"Content-Type: application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+if sys.argv[4] == "body":
+    conn.sendall(head)
+    slow = body
+else:
+    slow = head + body
+# One thread sends and reads: an SSL socket is not safe to write from one thread while
+# another reads it. Reads wait at most 0.1 s, so each byte goes out on time.
+conn.settimeout(0.1)
 start = time.monotonic()
-def trickle():
-    if sys.argv[4] == "body":
-        conn.sendall(head)
-        slow = body
-    else:
-        slow = head + body
-    try:
-        for i in range(len(slow)):
-            conn.sendall(slow[i:i + 1])
-            print("sent", i + 1, round(time.monotonic() - start, 1), flush=True)
-            time.sleep(1)
-    except OSError:
-        pass
-threading.Thread(target=trickle, daemon=True).start()
+sent, due = 0, start
 while True:
+    if sent < len(slow) and time.monotonic() >= due:
+        try:
+            conn.sendall(slow[sent:sent + 1])
+            sent += 1
+            print("sent", sent, round(time.monotonic() - start, 1), flush=True)
+        except socket.timeout:
+            pass
+        except OSError:
+            sent = len(slow)
+        due += 1
     try:
         data = conn.recv(65536)
+    except socket.timeout:
+        continue
     except OSError:
         data = b""
     if not data:
