@@ -755,4 +755,36 @@ mod tests {
             json!({ "f:spec": { "f:diameter": {} } })
         );
     }
+
+    #[test]
+    fn a_field_a_conversion_hook_maps_conflicts_across_versions() {
+        let catalog = crate::catalog::Catalog::from_definitions(crate::generated::CATALOG)
+            .expect("the compiled-in catalog loads");
+        let hpa = |v| {
+            catalog
+                .get("autoscaling", v, "horizontalpodautoscalers")
+                .expect("HPA is served in v1 and v2")
+        };
+        let (v1, v2) = (hpa("v1"), hpa("v2"));
+        let family = v2.versions.clone().unwrap();
+        let meta = json!({ "name": "h", "namespace": "default" });
+        let target = json!({ "apiVersion": "apps/v1", "kind": "Deployment", "name": "d" });
+        let a = json!({ "apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": meta,
+            "spec": { "scaleTargetRef": target, "maxReplicas": 5, "targetCPUUtilizationPercentage": 50 } });
+        let live_v1 = apply(None, &a, &v1, "mgr-a", false, None, "t0").unwrap();
+        let live = family.convert(live_v1, "autoscaling/v2").unwrap();
+
+        // v2's cpu metric is v1's targetCPUUtilizationPercentage (a hook maps them).
+        let b = json!({ "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": meta,
+            "spec": { "metrics": [{ "type": "Resource", "resource": { "name": "cpu", "target": { "type": "Utilization", "averageUtilization": 70 } } }] } });
+        let err = apply(Some(&live), &b, &v2, "mgr-b", false, None, "t1").unwrap_err();
+        assert_eq!(
+            err.message,
+            "Apply failed with 1 conflict: conflict with \"mgr-a\": .spec.targetCPUUtilizationPercentage"
+        );
+        // A field of its own is not.
+        let c = json!({ "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": meta,
+            "spec": { "minReplicas": 2 } });
+        apply(Some(&live), &c, &v2, "mgr-c", false, None, "t1").unwrap();
+    }
 }
