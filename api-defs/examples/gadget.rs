@@ -1,6 +1,12 @@
 //! An example resource defined in Rust. `cargo run -p codegen` reads this file for the
 //! catalog, routes and OpenAPI; the server compiles it as it is for the typed struct.
 //! Copy it to add your own Rust-defined kind.
+//!
+//! With a `metadata` field (k8s-openapi's `ObjectMeta`), the derive also implements
+//! k8s-openapi's `Resource`, `ListableResource` and `Metadata` traits, so the struct is a
+//! `kube::Resource` and `kube::Api<Gadget>` works; with `api_version` and `kind` too, it
+//! gets `Gadget::new(name, spec)`. The server compiles those fields only with its `client`
+//! feature (its own build needs no k8s-openapi); codegen leaves them out of the schema.
 
 use apiserver_macros::Resource;
 use schemars::JsonSchema;
@@ -21,6 +27,21 @@ use serde::{Deserialize, Serialize};
 )]
 #[serde(rename_all = "camelCase")]
 pub struct Gadget {
+    /// `example.dev/v1` (`new` fills it in).
+    #[cfg(feature = "client")]
+    #[serde(default)]
+    #[schemars(skip)]
+    pub api_version: String,
+    /// `Gadget` (`new` fills it in).
+    #[cfg(feature = "client")]
+    #[serde(default)]
+    #[schemars(skip)]
+    pub kind: String,
+    /// Standard object metadata.
+    #[cfg(feature = "client")]
+    #[serde(default)]
+    #[schemars(skip)]
+    pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// The desired state of the gadget.
     pub spec: GadgetSpec,
     /// The observed state of the gadget.

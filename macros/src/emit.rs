@@ -5,7 +5,7 @@ use codegen::model::Scope;
 use codegen::names::infer_plural;
 use proc_macro2::TokenStream;
 use quote::quote;
-use syn::DeriveInput;
+use syn::{Data, DeriveInput, Fields, FieldsNamed, Type};
 
 /// The resource identity with every default filled in, as codegen's loader fills them.
 struct Identity {
@@ -75,6 +75,7 @@ pub(crate) fn resource_impl(input: &DeriveInput, attrs: ResourceAttrs) -> TokenS
     } = &id;
     let api_version = id.api_version();
     let prefix = id.url_prefix();
+    let client = client_impls(input, &id);
     let cluster_path = format!("{prefix}/{plural}");
 
     let group_doc = if group.is_empty() {
@@ -157,7 +158,135 @@ pub(crate) fn resource_impl(input: &DeriveInput, attrs: ResourceAttrs) -> TokenS
                 #path_body
             }
         }
+
+        #client
     }
+}
+
+/// With a `metadata` field (k8s-openapi's `ObjectMeta`), k8s-openapi's `Resource`,
+/// `ListableResource` and `Metadata` traits, through which kube-core's blanket impl makes
+/// the struct a `kube::Resource`; and `new(name, spec)` when the struct also has
+/// `api_version` and `kind` and every field but `spec` is an `Option`. The paths are the
+/// user crate's `k8s_openapi` (the field's type already names it). A field under a false
+/// `#[cfg]` is gone before the derive runs, so the impls follow it.
+fn client_impls(input: &DeriveInput, id: &Identity) -> TokenStream {
+    let Data::Struct(data) = &input.data else {
+        return quote!();
+    };
+    let Fields::Named(fields) = &data.fields else {
+        return quote!();
+    };
+    let has = |name: &str| {
+        fields
+            .named
+            .iter()
+            .any(|f| f.ident.as_ref().is_some_and(|i| i == name))
+    };
+    if !has("metadata") {
+        return quote!();
+    }
+    let name = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let api_version = id.api_version();
+    let Identity {
+        group,
+        version,
+        kind,
+        plural,
+        namespaced,
+        ..
+    } = id;
+    let list_kind = format!("{kind}List");
+    let scope = if *namespaced {
+        quote!(::k8s_openapi::NamespaceResourceScope)
+    } else {
+        quote!(::k8s_openapi::ClusterResourceScope)
+    };
+    let object_meta = quote!(::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta);
+    let constructor = constructor(input, fields, &object_meta);
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics ::k8s_openapi::Resource for #name #ty_generics #where_clause {
+            const API_VERSION: &'static str = #api_version;
+            const GROUP: &'static str = #group;
+            const KIND: &'static str = #kind;
+            const VERSION: &'static str = #version;
+            const URL_PATH_SEGMENT: &'static str = #plural;
+            type Scope = #scope;
+        }
+        #[automatically_derived]
+        impl #impl_generics ::k8s_openapi::ListableResource for #name #ty_generics #where_clause {
+            const LIST_KIND: &'static str = #list_kind;
+        }
+        #[automatically_derived]
+        impl #impl_generics ::k8s_openapi::Metadata for #name #ty_generics #where_clause {
+            type Ty = #object_meta;
+            fn metadata(&self) -> &Self::Ty {
+                &self.metadata
+            }
+            fn metadata_mut(&mut self) -> &mut Self::Ty {
+                &mut self.metadata
+            }
+        }
+        #constructor
+    }
+}
+
+/// `new(name, spec)`: `api_version` and `kind` filled in, `metadata` named, every
+/// other field `None`. Emitted only when that is every field there is.
+fn constructor(
+    input: &DeriveInput,
+    fields: &FieldsNamed,
+    object_meta: &TokenStream,
+) -> TokenStream {
+    let name = &input.ident;
+    if !input.generics.params.is_empty() {
+        return quote!();
+    }
+    let mut spec_type = None;
+    let mut others = Vec::new();
+    let mut object_fields = 0;
+    for f in &fields.named {
+        let Some(ident) = &f.ident else {
+            return quote!();
+        };
+        match ident.to_string().as_str() {
+            "api_version" | "kind" | "metadata" => object_fields += 1,
+            "spec" => spec_type = Some(&f.ty),
+            _ if is_option(&f.ty) => others.push(ident),
+            _ => return quote!(),
+        }
+    }
+    let (Some(spec_type), 3) = (spec_type, object_fields) else {
+        return quote!();
+    };
+    let doc = format!(
+        "A new `{name}` named `name` with `spec`; the server fills in the rest of the metadata."
+    );
+    quote! {
+        #[automatically_derived]
+        impl #name {
+            #[doc = #doc]
+            pub fn new(name: &str, spec: #spec_type) -> Self {
+                #name {
+                    api_version: <Self as ::k8s_openapi::Resource>::API_VERSION.to_string(),
+                    kind: <Self as ::k8s_openapi::Resource>::KIND.to_string(),
+                    metadata: #object_meta {
+                        name: ::core::option::Option::Some(name.to_string()),
+                        ..::core::default::Default::default()
+                    },
+                    spec,
+                    #(#others: ::core::option::Option::None,)*
+                }
+            }
+        }
+    }
+}
+
+/// Whether `ty` is written `Option<..>` (any path ending in it).
+fn is_option(ty: &Type) -> bool {
+    matches!(ty, Type::Path(p) if p.qself.is_none()
+        && p.path.segments.last().is_some_and(|s| s.ident == "Option"))
 }
 
 /// `` `a`, `b` `` or `none`, for doc comments.

@@ -6,6 +6,12 @@
 //! `CATEGORIES`, `HAS_STATUS`) and an `api_resource_path` function that builds the
 //! collection URL path.
 //!
+//! A struct with a `metadata` field (k8s-openapi's `ObjectMeta`) also gets k8s-openapi's
+//! `Resource`, `ListableResource` and `Metadata` impls, through which kube-core makes it a
+//! `kube::Resource` (`kube::Api<T>` works); with `api_version` and `kind` fields too and
+//! every other field but `spec` an `Option`, a `new(name, spec)` constructor. The impls
+//! name `::k8s_openapi`, which the crate declaring such a field depends on already.
+//!
 //! The attribute grammar lives in `codegen::attrs`, shared with codegen's loader for
 //! Rust definitions in `api-defs/`, so the macro and the generator always accept the same
 //! attributes and report the same errors.

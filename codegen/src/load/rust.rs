@@ -284,6 +284,11 @@ impl Lower<'_> {
                     ident.clone()
                 }
             });
+            // The object fields a client type carries (`metadata: ObjectMeta`, ...) are
+            // the API machinery's, not schema: their types are not lowered.
+            if depth == 0 && IMPLIED_FIELDS.contains(&name.as_str()) {
+                continue;
+            }
             let (inner, optional) = match option_inner(&f.ty) {
                 Some(t) => (t, true),
                 None => (&f.ty, false),

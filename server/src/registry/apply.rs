@@ -9,13 +9,16 @@ use serde_json::{json, Map, Value};
 
 use super::schema::{child_schema, list_map_keys};
 
-use super::managed_fields::{field_set, from_tree, to_tree, Path};
+use super::managed_fields::{field_set, from_tree, seen_in_step, to_tree, view, Path};
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::ApiResource;
 use crate::endpoints::negotiation::{check_type_meta, MAX_BODY_BYTES};
 
 /// One manager's entry, as read from managedFields.
+#[derive(Default)]
 struct Owner {
+    /// The entry as stored.
+    entry: Value,
     manager: String,
     operation: String,
     api_version: String,
@@ -115,35 +118,8 @@ pub fn apply(
         return Ok(obj);
     };
 
-    let mut owners = read_owners(live);
-    // Conflicts: fields whose applied value differs from the live one and that another
-    // manager owns.
-    let mut conflicts: BTreeMap<(String, String, String), Vec<Path>> = BTreeMap::new();
-    for (path, value) in &applied {
-        if path.last().is_some_and(|e| e == ".") {
-            continue;
-        }
-        if value_at(live, path) == Some(value) {
-            continue;
-        }
-        for o in owners
-            .iter()
-            .filter(|o| !is_me(o) && o.fields.contains(path))
-        {
-            conflicts
-                .entry((
-                    o.manager.clone(),
-                    o.operation.clone(),
-                    o.api_version.clone(),
-                ))
-                .or_default()
-                .push(path.clone());
-        }
-    }
-    if !conflicts.is_empty() && !force {
-        return Err(conflict_error(&conflicts));
-    }
-
+    let version = res.api_version();
+    let owners = read_owners(live);
     let mut merged = live.clone();
     merge(
         &mut merged,
@@ -151,69 +127,71 @@ pub fn apply(
         &json!({ "type": "object", "properties": res.schema().get("properties").cloned().unwrap_or(Value::Null) }),
     );
 
-    // Fields this manager applied before but not now, that nobody else owns, go away.
-    let previous: BTreeSet<Path> = owners
-        .iter()
-        .find(|o| is_me(o))
-        .map(|o| o.fields.clone())
-        .unwrap_or_default();
-    let mut dropped: Vec<&Path> = previous
-        .iter()
-        .filter(|p| {
-            !applied_paths.contains(*p)
-                && !owners.iter().any(|o| !is_me(o) && o.fields.contains(*p))
-        })
-        .collect();
-    // A dropped keyed list item (`k:{..}` / `v:..` with its `.`) goes whole, before its
-    // fields: removing its key fields first would leave an item nobody can find.
-    let items: Vec<Path> = dropped
-        .iter()
-        .filter(|p| {
-            p.last().is_some_and(|e| e == ".")
-                && p.len() >= 2
-                && (p[p.len() - 2].starts_with("k:") || p[p.len() - 2].starts_with("v:"))
-        })
-        .map(|p| p[..p.len() - 1].to_vec())
-        .collect();
-    for item in &items {
-        remove_at(&mut merged, item);
-    }
-    dropped.retain(|p| !items.iter().any(|i| p.starts_with(i)));
-    // Deepest first, so removing a parent never hides a child still to remove.
-    dropped.sort_by_key(|p| std::cmp::Reverse(p.len()));
-    for p in dropped {
-        remove_at(&mut merged, p);
-        prune_empty_parents(&mut merged, p);
-    }
-
-    if force {
-        let taken: BTreeSet<&Path> = conflicts.values().flatten().collect();
-        for o in owners.iter_mut().filter(|o| !is_me(o)) {
-            o.fields.retain(|p| !taken.contains(p));
+    // Fields this manager applied before (in the version it applied in) but not now, that
+    // nobody else owns, go away.
+    let previous = owners.iter().find(|o| is_me(o));
+    if let Some(prev) = previous {
+        let unchanged = prev.api_version == version && prev.fields.is_subset(&applied_paths);
+        if !unchanged {
+            let others: Vec<&Owner> = owners.iter().filter(|o| !is_me(o)).collect();
+            let mine = Owner {
+                api_version: version.to_string(),
+                fields: applied_paths.clone(),
+                ..Owner::default()
+            };
+            merged = prune(res, merged, prev, &mine, &others, include_status)?;
         }
     }
-    owners.retain(|o| !is_me(o) && !o.fields.is_empty());
+
+    // Every other manager sees the change in the version its entry was recorded in:
+    // fields it owns that the apply changes are conflicts; fields the apply removed are
+    // no longer its own.
+    let mut changes: BTreeMap<String, Changes> = BTreeMap::new();
+    let mut conflicts: BTreeMap<(String, String, String), Vec<Path>> = BTreeMap::new();
+    let mut kept: Vec<(usize, BTreeSet<Path>)> = Vec::new();
+    for (i, o) in owners.iter().enumerate().filter(|(_, o)| !is_me(o)) {
+        let seen = changes.entry(o.api_version.clone()).or_insert_with(|| {
+            Changes::between(res, live, &merged, &o.api_version, include_status)
+        });
+        let conflicting: Vec<Path> = o
+            .fields
+            .iter()
+            .filter(|p| p.last().is_none_or(|e| e != ".") && seen.changed.contains(*p))
+            .cloned()
+            .collect();
+        let mut fields: BTreeSet<Path> = o.fields.difference(&seen.removed).cloned().collect();
+        if !conflicting.is_empty() {
+            for p in &conflicting {
+                fields.remove(p);
+            }
+            conflicts
+                .entry((
+                    o.manager.clone(),
+                    o.operation.clone(),
+                    o.api_version.clone(),
+                ))
+                .or_default()
+                .extend(conflicting);
+        }
+        kept.push((i, fields));
+    }
+    if !conflicts.is_empty() && !force {
+        return Err(conflict_error(&conflicts));
+    }
+
     let mut entries: Vec<Value> = Vec::new();
-    let live_entries = live["metadata"]["managedFields"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    for e in live_entries {
-        let Some(o) = owners.iter().find(|o| {
-            e["manager"] == o.manager.as_str()
-                && e["operation"] == o.operation.as_str()
-                && e["subresource"].as_str() == o.subresource.as_deref()
-        }) else {
+    for (i, fields) in kept {
+        if fields.is_empty() {
             continue;
-        };
-        let mut e = e.clone();
-        e["fieldsV1"] = to_tree(&o.fields);
+        }
+        let mut e = owners[i].entry.clone();
+        e["fieldsV1"] = to_tree(&fields);
         entries.push(e);
     }
     if !applied_paths.is_empty() {
         entries.push(entry_json(
             manager,
-            res.api_version(),
+            version,
             subresource,
             now,
             &applied_paths,
@@ -226,8 +204,9 @@ pub fn apply(
         crate::api::meta::metadata_mut(&mut v).remove("managedFields");
         v
     };
+    let previous_fields = previous.map(|o| &o.fields);
     if strip(&merged) == strip(live)
-        && previous == applied_paths
+        && previous_fields.is_some_and(|f| *f == applied_paths)
         && (!force || conflicts.is_empty())
     {
         return Ok(live.clone());
@@ -235,6 +214,158 @@ pub fn apply(
     crate::api::meta::metadata_mut(&mut merged)
         .insert("managedFields".into(), Value::Array(entries));
     Ok(merged)
+}
+
+/// What a write changed, as one version of the kind sees it.
+struct Changes {
+    /// Paths added, or whose value changed.
+    changed: BTreeSet<Path>,
+    /// Paths the write removed.
+    removed: BTreeSet<Path>,
+}
+
+impl Changes {
+    /// `live` → `new` (both in `res`'s version) seen in version `api_version`; an entry
+    /// of a version that cannot be seen is read as this version's.
+    fn between(
+        res: &ApiResource,
+        live: &Value,
+        new: &Value,
+        api_version: &str,
+        include_status: bool,
+    ) -> Changes {
+        let fields = |obj: &Value| -> BTreeMap<Path, Value> {
+            match view(res, obj, api_version) {
+                Some((seen, schema)) => field_set(&seen, schema, include_status, false),
+                None => field_set(obj, res.schema(), include_status, false),
+            }
+            .into_iter()
+            .collect()
+        };
+        let (before, after) = (fields(live), fields(new));
+        Changes {
+            changed: after
+                .iter()
+                .filter(|(p, v)| before.get(*p) != Some(*v))
+                .map(|(p, _)| p.clone())
+                .collect(),
+            removed: before
+                .into_keys()
+                .filter(|p| !after.contains_key(p))
+                .collect(),
+        }
+    }
+}
+
+/// `merged` (in `res`'s version) without the fields the applying manager applied last
+/// time (`prev`, in the version it applied in) and not now (`mine`), unless another
+/// manager (`others`, each in its version) owns them. As upstream's structured merge:
+/// everything `prev` holds is removed in its version, then what a manager owns is put
+/// back as each manager's version sees it, and only removals of `prev`'s own paths are
+/// kept, so nothing else is lost to the conversions.
+fn prune(
+    res: &ApiResource,
+    merged: Value,
+    prev: &Owner,
+    mine: &Owner,
+    others: &[&Owner],
+    include_status: bool,
+) -> Result<Value, ApiError> {
+    let version = res.api_version();
+    // A version that cannot be seen is read as this one's (as conflicts are).
+    let at = |api_version: &str| -> String {
+        if seen_in_step(res, api_version) {
+            api_version
+        } else {
+            version
+        }
+        .to_string()
+    };
+    let last = at(&prev.api_version);
+    let convert = |obj: Value, from: &str, to: &str| -> Result<Value, ApiError> {
+        match &res.versions {
+            Some(family) if from != to => family.convert_from(obj, from, to),
+            _ => Ok(obj),
+        }
+    };
+    let schema_of = |api_version: &str| -> &Value {
+        res.versions
+            .as_ref()
+            .and_then(|f| f.schema_of(api_version))
+            .unwrap_or_else(|| res.schema())
+    };
+    let fields = |obj: &Value, api_version: &str| -> BTreeSet<Path> {
+        field_set(obj, schema_of(api_version), include_status, false)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect()
+    };
+    let merged_last = convert(merged.clone(), version, &last)?;
+    let mut pruned = remove_paths(merged_last.clone(), prev.fields.iter());
+    let mut pruned_at = last.clone();
+
+    // What each version's managers own, the last applied version first.
+    let mut managed: BTreeMap<String, BTreeSet<Path>> = BTreeMap::new();
+    for o in others.iter().copied().chain([mine]) {
+        managed
+            .entry(at(&o.api_version))
+            .or_default()
+            .extend(o.fields.iter().cloned());
+    }
+    let mut order: Vec<String> = managed.keys().cloned().collect();
+    order.sort_by_key(|v| *v != last);
+    for v in order {
+        let merged_v = convert(merged.clone(), version, &v)?;
+        let pruned_v = convert(pruned, &pruned_at, &v)?;
+        let kept = fields(&pruned_v, &v);
+        let gone: Vec<Path> = fields(&merged_v, &v)
+            .into_iter()
+            .filter(|p| !kept.contains(p) && !managed[&v].contains(p))
+            .collect();
+        pruned = remove_paths(merged_v, gone.iter());
+        pruned_at = v;
+    }
+
+    // Only what the manager applied last time goes.
+    let pruned_last = convert(pruned, &pruned_at, &last)?;
+    let kept = fields(&pruned_last, &last);
+    let gone: Vec<Path> = fields(&merged_last, &last)
+        .into_iter()
+        .filter(|p| !kept.contains(p) && prev.fields.contains(p))
+        .collect();
+    convert(remove_paths(merged_last, gone.iter()), &last, version)
+}
+
+/// `obj` without `paths`: a keyed list item (`k:{..}` / `v:..` with its `.`) goes whole,
+/// before its fields (removing its key fields first would leave an item nobody can
+/// find); then fields, deepest first, each with the containers it leaves empty.
+fn remove_paths<'a>(mut obj: Value, paths: impl Iterator<Item = &'a Path>) -> Value {
+    let mut paths: Vec<&Path> = paths.collect();
+    let items: Vec<Path> = paths
+        .iter()
+        .filter(|p| {
+            p.last().is_some_and(|e| e == ".")
+                && p.len() >= 2
+                && (p[p.len() - 2].starts_with("k:") || p[p.len() - 2].starts_with("v:"))
+        })
+        .map(|p| p[..p.len() - 1].to_vec())
+        .collect();
+    for item in &items {
+        remove_at(&mut obj, item);
+    }
+    paths.retain(|p| !items.iter().any(|i| p.starts_with(i)));
+    // Deepest first, so removing a parent never hides a child still to remove.
+    paths.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    for p in paths
+        .into_iter()
+        .filter(|p| p.last().is_some_and(|e| e != "."))
+    {
+        if value_at(&obj, p).is_some() {
+            remove_at(&mut obj, p);
+            prune_empty_parents(&mut obj, p);
+        }
+    }
+    obj
 }
 
 fn entry_json(
@@ -260,6 +391,7 @@ fn read_owners(obj: &Value) -> Vec<Owner> {
             let mut fields = BTreeSet::new();
             from_tree(&e["fieldsV1"], &mut Vec::new(), &mut fields);
             Owner {
+                entry: e.clone(),
                 manager: e["manager"].as_str().unwrap_or_default().to_string(),
                 operation: e["operation"].as_str().unwrap_or_default().to_string(),
                 api_version: e["apiVersion"].as_str().unwrap_or_default().to_string(),
@@ -477,6 +609,7 @@ fn merge_list(target: &mut Value, items: &[Value], schema: &Value) {
 mod tests {
     use super::*;
     use crate::catalog::test_resource;
+    use std::sync::Arc;
 
     fn res() -> ApiResource {
         test_resource(
@@ -524,5 +657,134 @@ mod tests {
         let a2 = json!({ "metadata": { "name": "c" }, "data": {} });
         let after = apply(Some(&forced), &a2, &r, "mgr-a", false, None, "t3").unwrap();
         assert_eq!(after["data"], json!({ "k": "b" }));
+    }
+
+    /// The example Gear's two versions: v1's `size` is v2's (stored) `diameter`.
+    fn gears() -> (Arc<ApiResource>, Arc<ApiResource>) {
+        let catalog = crate::catalog::Catalog::from_definitions(crate::generated::CATALOG)
+            .expect("the compiled-in catalog loads");
+        let v = |version| {
+            catalog
+                .get("example.dev", version, "gears")
+                .expect("Gear is served in v1 and v2")
+        };
+        (v("v1"), v("v2"))
+    }
+
+    fn gear(version: &str, spec: Value) -> Value {
+        json!({ "apiVersion": format!("example.dev/{version}"), "kind": "Gear", "metadata": { "name": "g", "namespace": "default" }, "spec": spec })
+    }
+
+    fn entry<'a>(obj: &'a Value, manager: &str) -> &'a Value {
+        obj["metadata"]["managedFields"]
+            .as_array()
+            .and_then(|es| es.iter().find(|e| e["manager"] == manager))
+            .unwrap_or_else(|| panic!("no entry of {manager}: {obj}"))
+    }
+
+    #[test]
+    fn a_renamed_field_owned_in_another_version_conflicts() {
+        let (v1, v2) = gears();
+        let family = v2.versions.clone().unwrap();
+        let a = gear("v1", json!({ "teeth": 12, "size": 40 }));
+        let live_v1 = apply(None, &a, &v1, "mgr-a", false, None, "t0").unwrap();
+        let live = family.convert(live_v1, "example.dev/v2").unwrap();
+        assert_eq!(live["spec"]["diameter"], 40);
+
+        // A v2 applier changing the diameter meets the v1 owner of its size.
+        let b = gear("v2", json!({ "diameter": 50 }));
+        let err = apply(Some(&live), &b, &v2, "mgr-b", false, None, "t1").unwrap_err();
+        assert_eq!(err.code, 409);
+        assert_eq!(
+            err.message,
+            "Apply failed with 1 conflict: conflict with \"mgr-a\": .spec.size"
+        );
+
+        // The same value is shared ownership.
+        let same = gear("v2", json!({ "diameter": 40 }));
+        let shared = apply(Some(&live), &same, &v2, "mgr-b", false, None, "t1").unwrap();
+        assert_eq!(
+            entry(&shared, "mgr-a")["fieldsV1"]["f:spec"],
+            json!({ "f:teeth": {}, "f:size": {} })
+        );
+
+        // Forced, the size is no longer the v1 applier's; its entry stays in v1.
+        let forced = apply(Some(&live), &b, &v2, "mgr-b", true, None, "t2").unwrap();
+        assert_eq!(forced["spec"]["diameter"], 50);
+        let a_entry = entry(&forced, "mgr-a");
+        assert_eq!(a_entry["apiVersion"], "example.dev/v1");
+        assert_eq!(a_entry["fieldsV1"], json!({ "f:spec": { "f:teeth": {} } }));
+        let b_entry = entry(&forced, "mgr-b");
+        assert_eq!(b_entry["apiVersion"], "example.dev/v2");
+        assert_eq!(
+            b_entry["fieldsV1"],
+            json!({ "f:spec": { "f:diameter": {} } })
+        );
+
+        // Unrelated fields do not conflict.
+        let other = gear("v2", json!({ "material": "brass" }));
+        let fine = apply(Some(&live), &other, &v2, "mgr-c", false, None, "t3").unwrap();
+        assert_eq!(fine["spec"]["material"], "brass");
+    }
+
+    #[test]
+    fn a_field_dropped_by_its_applier_in_another_version_goes_unless_owned() {
+        let (v1, v2) = gears();
+        let family = v2.versions.clone().unwrap();
+        let a = gear("v1", json!({ "teeth": 12, "size": 40 }));
+        let live_v1 = apply(None, &a, &v1, "mgr-a", false, None, "t0").unwrap();
+        let live = family.convert(live_v1, "example.dev/v2").unwrap();
+
+        // The v1 applier now applies v2 without the size: the diameter goes, the entry
+        // moves to v2.
+        let again = gear("v2", json!({ "teeth": 12 }));
+        let after = apply(Some(&live), &again, &v2, "mgr-a", false, None, "t1").unwrap();
+        assert!(after["spec"].get("diameter").is_none(), "{after}");
+        assert_eq!(after["spec"]["teeth"], 12);
+        let a_entry = entry(&after, "mgr-a");
+        assert_eq!(a_entry["apiVersion"], "example.dev/v2");
+        assert_eq!(a_entry["fieldsV1"], json!({ "f:spec": { "f:teeth": {} } }));
+
+        // Another manager owning the diameter keeps it.
+        let b = gear("v2", json!({ "diameter": 40 }));
+        let shared = apply(Some(&live), &b, &v2, "mgr-b", false, None, "t1").unwrap();
+        let after = apply(Some(&shared), &again, &v2, "mgr-a", false, None, "t2").unwrap();
+        assert_eq!(after["spec"]["diameter"], 40, "{after}");
+        assert_eq!(
+            entry(&after, "mgr-b")["fieldsV1"],
+            json!({ "f:spec": { "f:diameter": {} } })
+        );
+    }
+
+    #[test]
+    fn a_field_a_conversion_hook_maps_conflicts_across_versions() {
+        let catalog = crate::catalog::Catalog::from_definitions(crate::generated::CATALOG)
+            .expect("the compiled-in catalog loads");
+        let hpa = |v| {
+            catalog
+                .get("autoscaling", v, "horizontalpodautoscalers")
+                .expect("HPA is served in v1 and v2")
+        };
+        let (v1, v2) = (hpa("v1"), hpa("v2"));
+        let family = v2.versions.clone().unwrap();
+        let meta = json!({ "name": "h", "namespace": "default" });
+        let target = json!({ "apiVersion": "apps/v1", "kind": "Deployment", "name": "d" });
+        let a = json!({ "apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": meta,
+            "spec": { "scaleTargetRef": target, "maxReplicas": 5, "targetCPUUtilizationPercentage": 50 } });
+        let live_v1 = apply(None, &a, &v1, "mgr-a", false, None, "t0").unwrap();
+        let live = family.convert(live_v1, "autoscaling/v2").unwrap();
+
+        // v2's cpu metric is v1's targetCPUUtilizationPercentage (a hook maps them).
+        let b = json!({ "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": meta,
+            "spec": { "metrics": [{ "type": "Resource", "resource": { "name": "cpu", "target": { "type": "Utilization", "averageUtilization": 70 } } }] } });
+        let err = apply(Some(&live), &b, &v2, "mgr-b", false, None, "t1").unwrap_err();
+        assert_eq!(
+            err.message,
+            "Apply failed with 1 conflict: conflict with \"mgr-a\": .spec.targetCPUUtilizationPercentage"
+        );
+        // A field of its own is not.
+        let c = json!({ "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": meta,
+            "spec": { "minReplicas": 2 } });
+        apply(Some(&live), &c, &v2, "mgr-c", false, None, "t1").unwrap();
     }
 }

@@ -6,6 +6,7 @@
 //! resourceVersion, timestamps, generation, managedFields) and identity (name, namespace,
 //! apiVersion, kind) are never owned.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
@@ -177,8 +178,49 @@ pub(crate) fn from_tree(v: &Value, prefix: &mut Path, out: &mut BTreeSet<Path>) 
     }
 }
 
+/// `obj`, an object of `res`'s version, as version `api_version` of its kind sees it,
+/// with that version's schema: what a managedFields entry recorded in that version is
+/// read against. `None` when the server cannot convert to it in step (not a version of
+/// the kind, or a CRD whose webhook converts): callers then read the entry's paths as
+/// this version's.
+pub(crate) fn view<'a>(
+    res: &'a ApiResource,
+    obj: &'a Value,
+    api_version: &str,
+) -> Option<(Cow<'a, Value>, &'a Value)> {
+    if !seen_in_step(res, api_version) {
+        return None;
+    }
+    match &res.versions {
+        Some(family) if api_version != res.api_version() => {
+            let schema = family.schema_of(api_version)?;
+            let converted = family
+                .convert_from(obj.clone(), res.api_version(), api_version)
+                .ok()?;
+            Some((Cow::Owned(converted), schema))
+        }
+        // The same version, or a CRD converted `None`: every version holds the same
+        // fields at the same paths.
+        _ => Some((Cow::Borrowed(obj), res.schema())),
+    }
+}
+
+/// Whether [`view`] can show an object of `res` in version `api_version`.
+pub(crate) fn seen_in_step(res: &ApiResource, api_version: &str) -> bool {
+    if api_version == res.api_version() {
+        return true;
+    }
+    if let Some(family) = &res.versions {
+        return family.schema_of(api_version).is_some();
+    }
+    res.rewrites_api_version()
+        && api_version
+            .rsplit_once('/')
+            .is_some_and(|(g, _)| g == res.def.group)
+}
+
 /// The paths of `new` and those the write from `old` changed, as version `api_version`
-/// of `res`'s kind sees them (`None` when it is not a version of the kind).
+/// of `res`'s kind sees them (`None` when it cannot be seen in it, see [`view`]).
 fn seen_in(
     res: &ApiResource,
     api_version: &str,
@@ -186,17 +228,13 @@ fn seen_in(
     old: Option<&Value>,
     include_status: bool,
 ) -> Option<(BTreeSet<Path>, BTreeSet<Path>)> {
-    let family = res.versions.as_ref()?;
-    let schema = family.schema_of(api_version)?;
-    let view = |obj: &Value| {
-        let converted = family
-            .convert_from(obj.clone(), res.api_version(), api_version)
-            .ok()?;
-        Some(field_set(&converted, schema, include_status, false))
+    let fields = |obj: &Value| {
+        let (seen, schema) = view(res, obj, api_version)?;
+        Some(field_set(&seen, schema, include_status, false))
     };
-    let new_fields = view(new)?;
+    let new_fields = fields(new)?;
     let old_fields = match old {
-        Some(o) => view(o)?,
+        Some(o) => fields(o)?,
         None => Vec::new(),
     };
     let changed = new_fields
@@ -237,9 +275,13 @@ pub fn record_update(
         .into_iter()
         .filter(|e| e.is_object())
         .collect();
+    // An Update entry is a manager's in one version (upstream's manager identifier
+    // includes it): the same manager's entry of another version is looked at as any
+    // other manager's, in its version.
     let is_mine = |e: &Value| {
         e["manager"] == manager
             && e["operation"] == "Update"
+            && e["apiVersion"] == api_version
             && e["subresource"].as_str() == subresource
     };
     let mut mine = BTreeSet::new();
@@ -359,5 +401,33 @@ mod tests {
         );
         assert_eq!(manager_name(Some("mine"), Some("kubectl/v1")), "mine");
         assert_eq!(manager_name(None, None), "unknown");
+    }
+
+    #[test]
+    fn a_managers_update_entries_are_one_per_version() {
+        let catalog = crate::catalog::Catalog::from_definitions(crate::generated::CATALOG)
+            .expect("the compiled-in catalog loads");
+        let v1 = catalog.get("example.dev", "v1", "gears").unwrap();
+        let v2 = catalog.get("example.dev", "v2", "gears").unwrap();
+        let family = v2.versions.clone().unwrap();
+        let mut g = json!({ "apiVersion": "example.dev/v1", "kind": "Gear", "metadata": { "name": "g" }, "spec": { "teeth": 12, "size": 40 } });
+        record_update(&mut g, None, &v1, "m", None, "t0");
+        let old = family.convert(g, "example.dev/v2").unwrap();
+        let mut g = old.clone();
+        g["spec"]["material"] = json!("brass");
+        record_update(&mut g, Some(&old), &v2, "m", None, "t1");
+        let entries = g["metadata"]["managedFields"].as_array().unwrap();
+        assert_eq!(entries.len(), 2, "{g}");
+        // The v1 entry keeps what v1 names (the size), the v2 one what v2 changed.
+        assert_eq!(entries[0]["apiVersion"], "example.dev/v1");
+        assert_eq!(
+            entries[0]["fieldsV1"],
+            json!({ "f:spec": { ".": {}, "f:teeth": {}, "f:size": {} } })
+        );
+        assert_eq!(entries[1]["apiVersion"], "example.dev/v2");
+        assert_eq!(
+            entries[1]["fieldsV1"],
+            json!({ "f:spec": { "f:material": {} } })
+        );
     }
 }

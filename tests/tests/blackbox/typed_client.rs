@@ -1,9 +1,12 @@
 //! The typed client codegen generates: the `Widget` of `api-defs/examples/widget.yaml`
 //! (apiserver's `client` feature) used with `kube::Api` and no hand-written glue —
-//! create, get, list, replace, watch, server-side apply and delete on the real server.
+//! create, get, list, replace, watch, server-side apply and delete on the real server;
+//! and the `Gadget` of `api-defs/examples/gadget.rs`, whose `#[derive(Resource)]`
+//! implements the same traits for a Rust definition with a `metadata` field.
 
 use std::time::Duration;
 
+use apiserver::generated::gadget::{Gadget, GadgetMode, GadgetSpec, GadgetStatus};
 use apiserver::generated::types::example_dev_v1::{Widget, WidgetSpec};
 use apiserver_tests::TestServer;
 use futures_util::StreamExt;
@@ -24,9 +27,9 @@ fn spec(color: &str) -> WidgetSpec {
 }
 
 /// The next watch event, within a deadline.
-async fn next_event<S>(events: &mut S) -> WatchEvent<Widget>
+async fn next_event<K, S>(events: &mut S) -> WatchEvent<K>
 where
-    S: futures_util::Stream<Item = kube::Result<WatchEvent<Widget>>> + Unpin,
+    S: futures_util::Stream<Item = kube::Result<WatchEvent<K>>> + Unpin,
 {
     tokio::time::timeout(Duration::from_secs(10), events.next())
         .await
@@ -144,4 +147,107 @@ async fn the_generated_widget_type_serves_crud_watch_and_server_side_apply_throu
         left.iter().map(|w| w.name_any()).collect::<Vec<_>>(),
         ["w2"]
     );
+}
+
+fn gadget_spec(level: i32) -> GadgetSpec {
+    GadgetSpec {
+        mode: GadgetMode::Manual,
+        level,
+        owner_email: None,
+        features: vec!["wifi".into()],
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_derived_gadget_type_serves_crud_watch_and_status_through_kube_api() {
+    // `#[derive(Resource)]` made the Rust definition a cluster-scoped kube::Resource.
+    assert_eq!(Gadget::api_version(&()), "example.dev/v1");
+    assert_eq!(Gadget::plural(&()), "gadgets");
+    assert_eq!(Gadget::url_path(&(), None), "/apis/example.dev/v1/gadgets");
+
+    let s = TestServer::start();
+    let gadgets: Api<Gadget> = Api::all(s.client().await);
+    let from = gadgets
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .metadata
+        .resource_version
+        .expect("list resourceVersion");
+    let mut events = gadgets
+        .watch(&WatchParams::default(), &from)
+        .await
+        .expect("watch")
+        .boxed();
+
+    let created = gadgets
+        .create(&PostParams::default(), &Gadget::new("g1", gadget_spec(3)))
+        .await
+        .expect("create");
+    assert_eq!(created.name_any(), "g1");
+    assert_eq!(created.namespace(), None);
+    assert!(created.uid().is_some() && created.resource_version().is_some());
+    assert_eq!((created.kind.as_str(), created.spec.level), ("Gadget", 3));
+    match next_event(&mut events).await {
+        WatchEvent::Added(g) => assert_eq!(g, created),
+        other => panic!("expected ADDED g1, got {other:?}"),
+    }
+    assert_eq!(gadgets.get("g1").await.expect("get"), created);
+
+    // Replace, then the status subresource.
+    let mut louder = created.clone();
+    louder.spec.level = 11;
+    let replaced = gadgets
+        .replace("g1", &PostParams::default(), &louder)
+        .await
+        .expect("replace");
+    assert_eq!(replaced.spec.level, 11);
+    match next_event(&mut events).await {
+        WatchEvent::Modified(g) => assert_eq!(g.spec.level, 11),
+        other => panic!("expected MODIFIED g1, got {other:?}"),
+    }
+    let mut on = replaced.clone();
+    on.status = Some(GadgetStatus { powered: true });
+    let powered = gadgets
+        .replace_status("g1", &PostParams::default(), &on)
+        .await
+        .expect("replace status");
+    assert_eq!(powered.status, Some(GadgetStatus { powered: true }));
+    match next_event(&mut events).await {
+        WatchEvent::Modified(g) => assert_eq!(g.status, Some(GadgetStatus { powered: true })),
+        other => panic!("expected MODIFIED g1 status, got {other:?}"),
+    }
+
+    // Server-side apply of the typed object creates a second one.
+    let applied = gadgets
+        .patch(
+            "g2",
+            &PatchParams::apply("typed-client"),
+            &Patch::Apply(Gadget::new("g2", gadget_spec(5))),
+        )
+        .await
+        .expect("server-side apply");
+    assert_eq!(applied.spec.level, 5);
+    match next_event(&mut events).await {
+        WatchEvent::Added(g) => assert_eq!(g.name_any(), "g2"),
+        other => panic!("expected ADDED g2, got {other:?}"),
+    }
+
+    gadgets
+        .delete("g1", &DeleteParams::default())
+        .await
+        .expect("delete");
+    match next_event(&mut events).await {
+        WatchEvent::Deleted(g) => assert_eq!(g.name_any(), "g1"),
+        other => panic!("expected DELETED g1, got {other:?}"),
+    }
+    let left: Vec<String> = gadgets
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .items
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect();
+    assert_eq!(left, ["g2"]);
 }

@@ -699,3 +699,208 @@ async fn kubectl_get_hpa_prints_upstreams_columns_in_both_versions() {
     assert!(v1[2].as_str().unwrap().ends_with(" + 1 more..."), "{v1:?}");
     assert_eq!(v1[3..], [json!("<unset>"), json!(3), json!(2)]);
 }
+
+/// `name`'s managedFields entry of `manager` (Apply or Update), read in `version`.
+fn entry_of(s: &TestServer, resource: &str, name: &str, manager: &str) -> Value {
+    let obj = get_json(s, &["get", resource, name, "--show-managed-fields"]);
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .and_then(|es| es.iter().find(|e| e["manager"] == manager).cloned())
+        .unwrap_or_else(|| panic!("no entry of {manager}: {obj}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_side_apply_sees_a_renamed_field_owned_in_another_version() {
+    let s = TestServer::start();
+    let v1 = s.write_file(
+        "v1.yaml",
+        "apiVersion: example.dev/v1\nkind: Gear\nmetadata:\n  name: g\nspec:\n  teeth: 12\n  size: 40\n",
+    );
+    let v1 = v1.to_str().unwrap();
+    s.kubectl_ok(&["apply", "--server-side", "--field-manager=v1-ctl", "-f", v1]);
+
+    // v2's diameter is v1's size: another manager changing it conflicts with v1-ctl, as
+    // kube-apiserver words it (the field named as v1-ctl's entry has it).
+    let v2 = s.write_file(
+        "v2.yaml",
+        "apiVersion: example.dev/v2\nkind: Gear\nmetadata:\n  name: g\nspec:\n  diameter: 50\n",
+    );
+    let v2 = v2.to_str().unwrap();
+    let err = s.kubectl_err(&["apply", "--server-side", "--field-manager=v2-ctl", "-f", v2]);
+    assert!(
+        err.contains(r#"Apply failed with 1 conflict: conflict with "v1-ctl": .spec.size"#),
+        "stderr: {err}"
+    );
+    let c = s.client().await;
+    let intent = json!({"apiVersion": "example.dev/v2", "kind": "Gear", "metadata": {"name": "g"}, "spec": {"diameter": 50}});
+    let resp = raw_request(
+        &c,
+        "PATCH",
+        "/apis/example.dev/v2/namespaces/default/gears/g?fieldManager=v2-ctl",
+        Some("application/apply-patch+yaml"),
+        intent.to_string(),
+    )
+    .await;
+    assert_eq!(resp.status, 409, "{}", resp.text);
+    assert_eq!(
+        resp.json["details"]["causes"],
+        json!([{"reason": "FieldManagerConflict", "message": "conflict with \"v1-ctl\"", "field": ".spec.size"}]),
+        "{}",
+        resp.text
+    );
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "gears.v1.example.dev",
+            "g",
+            "-o",
+            "jsonpath={.spec.size}"
+        ]),
+        "40"
+    );
+
+    // A field no v1 manager owns is not a conflict.
+    let brass = s.write_file(
+        "brass.yaml",
+        "apiVersion: example.dev/v2\nkind: Gear\nmetadata:\n  name: g\nspec:\n  material: brass\n",
+    );
+    s.kubectl_ok(&[
+        "apply",
+        "--server-side",
+        "--field-manager=material-ctl",
+        "-f",
+        brass.to_str().unwrap(),
+    ]);
+
+    // Forced, the diameter is v2-ctl's and the size no longer v1-ctl's; each entry stays
+    // in its own version, whichever version reads them.
+    s.kubectl_ok(&[
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=v2-ctl",
+        "-f",
+        v2,
+    ]);
+    for resource in ["gears.v1.example.dev", "gears.v2.example.dev"] {
+        let old = entry_of(&s, resource, "g", "v1-ctl");
+        assert_eq!(old["apiVersion"], "example.dev/v1", "{old}");
+        assert_eq!(old["fieldsV1"], json!({"f:spec": {"f:teeth": {}}}), "{old}");
+        let new = entry_of(&s, resource, "g", "v2-ctl");
+        assert_eq!(new["apiVersion"], "example.dev/v2", "{new}");
+        assert_eq!(
+            new["fieldsV1"],
+            json!({"f:spec": {"f:diameter": {}}}),
+            "{new}"
+        );
+    }
+    let read = get_json(&s, &["get", "gears.v1.example.dev", "g"]);
+    assert_eq!(read["spec"], json!({"teeth": 12, "size": 50}));
+
+    // v1-ctl applying its old manifest now conflicts the other way, in v2's words.
+    let err = s.kubectl_err(&["apply", "--server-side", "--field-manager=v1-ctl", "-f", v1]);
+    assert!(
+        err.contains(r#"Apply failed with 1 conflict: conflict with "v2-ctl": .spec.diameter"#),
+        "stderr: {err}"
+    );
+}
+
+#[test]
+fn a_field_its_applier_drops_in_another_version_goes_and_is_no_longer_owned() {
+    let s = TestServer::start();
+    let v1 = s.write_file(
+        "v1.yaml",
+        "apiVersion: example.dev/v1\nkind: Gear\nmetadata:\n  name: g\nspec:\n  teeth: 12\n  size: 40\n",
+    );
+    s.kubectl_ok(&[
+        "apply",
+        "--server-side",
+        "--field-manager=ctl",
+        "-f",
+        v1.to_str().unwrap(),
+    ]);
+
+    // The same manager moves to v2 and no longer applies the size (v2's diameter).
+    let v2 = s.write_file(
+        "v2.yaml",
+        "apiVersion: example.dev/v2\nkind: Gear\nmetadata:\n  name: g\nspec:\n  teeth: 14\n",
+    );
+    s.kubectl_ok(&[
+        "apply",
+        "--server-side",
+        "--field-manager=ctl",
+        "-f",
+        v2.to_str().unwrap(),
+    ]);
+    let read = get_json(&s, &["get", "gears.v2.example.dev", "g"]);
+    assert_eq!(
+        read["spec"],
+        json!({"teeth": 14, "material": "steel"}),
+        "{read}"
+    );
+    let read = get_json(&s, &["get", "gears.v1.example.dev", "g"]);
+    assert_eq!(read["spec"], json!({"teeth": 14}), "{read}");
+    let entry = entry_of(&s, "gears.v1.example.dev", "g", "ctl");
+    assert_eq!(entry["apiVersion"], "example.dev/v2", "{entry}");
+    assert_eq!(
+        entry["fieldsV1"],
+        json!({"f:spec": {"f:teeth": {}}}),
+        "{entry}"
+    );
+}
+
+#[test]
+fn server_side_apply_across_versions_of_a_crd_converted_none() {
+    let s = TestServer::start();
+    let crd = s.write_file("sprockets.yaml", &sprockets_crd("v1"));
+    install_crd(&s, &crd, "sprockets.migrate.example.com");
+    let sprocket = |file: &str, version: &str, body: &str| {
+        let path = s.write_file(
+            file,
+            &format!("apiVersion: migrate.example.com/{version}\nkind: Sprocket\nmetadata:\n  name: p\n{body}"),
+        );
+        path.to_str().unwrap().to_string()
+    };
+    let v1 = sprocket("v1.yaml", "v1", "spec:\n  teeth: 10\n");
+    s.kubectl_ok(&[
+        "apply",
+        "--server-side",
+        "--field-manager=v1-ctl",
+        "-f",
+        &v1,
+    ]);
+    let v2 = sprocket("v2.yaml", "v2", "spec:\n  teeth: 20\n");
+    let err = s.kubectl_err(&[
+        "apply",
+        "--server-side",
+        "--field-manager=v2-ctl",
+        "-f",
+        &v2,
+    ]);
+    assert!(
+        err.contains(r#"Apply failed with 1 conflict: conflict with "v1-ctl": .spec.teeth"#),
+        "stderr: {err}"
+    );
+    s.kubectl_ok(&[
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=v2-ctl",
+        "-f",
+        &v2,
+    ]);
+    let obj = get_json(
+        &s,
+        &[
+            "get",
+            "sprockets.v1.migrate.example.com",
+            "p",
+            "--show-managed-fields",
+        ],
+    );
+    assert_eq!(obj["spec"]["teeth"], 20);
+    let entries = obj["metadata"]["managedFields"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "v1-ctl owns nothing left: {obj}");
+    assert_eq!(entries[0]["manager"], "v2-ctl");
+    assert_eq!(entries[0]["apiVersion"], "migrate.example.com/v2");
+}
