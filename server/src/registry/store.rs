@@ -226,6 +226,26 @@ impl Target {
     }
 }
 
+/// The stored object an update starts from.
+struct Base {
+    /// Its revision: the write's precondition in storage.
+    revision: u64,
+    /// Whether it was read with an older key or storage version (rewritten even when
+    /// unchanged).
+    stale: bool,
+    /// Read from storage (`false`: the watch cache's copy, possibly behind).
+    confirmed: bool,
+}
+
+/// What one update attempt came to.
+enum Attempt {
+    /// Written (or, unchanged or a dry run, answered): the object to return.
+    Done(Value),
+    /// Unchanged against the watch cache's copy, which nothing compared with storage:
+    /// read storage and try again.
+    Unconfirmed,
+}
+
 /// Where a read is served from ([`Store::source`] chooses).
 enum Source {
     /// The watch cache, which holds the state asked for (its current one).
@@ -942,6 +962,14 @@ impl Store {
     }
 
     /// Replaces an object (PUT), honouring a resourceVersion precondition in the body.
+    ///
+    /// The first attempt starts from the watch cache's copy of the object, as
+    /// kube-apiserver's cacher hands its cached object to `GuaranteedUpdate`: storage's
+    /// compare on the write decides whether that copy is still current, so an update costs
+    /// one storage round trip instead of a read and a write. When the attempt fails with
+    /// a client error (the compare failed, or a check refused the copy, which may be
+    /// behind) or finds the object unchanged (not written, so never compared), the update
+    /// starts again from a storage read, as upstream's does.
     pub async fn update(
         &self,
         res: &ApiResource,
@@ -951,40 +979,105 @@ impl Store {
         target: Target,
         ctx: &WriteContext,
     ) -> Result<Value, ApiError> {
+        let key = Self::key(res, ns, name);
+        let precondition = meta_str(&obj, "resourceVersion")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
+        if precondition.is_none() && !res.strategy.allow_unconditional_update() {
+            // Whether the object exists is told first, as before.
+            self.storage(res)
+                .get(&key)
+                .await
+                .map_err(|e| map_err(res, name, e))?
+                .ok_or_else(|| ApiError::not_found(res, name))?;
+            return Err(ApiError::invalid(
+                res,
+                name,
+                vec![StatusCause::invalid(
+                    "metadata.resourceVersion",
+                    "0x0",
+                    "must be specified for an update",
+                )],
+            ));
+        }
+        if let Some(kv) = self.cached_copy(res, &key, precondition.as_deref()) {
+            match self
+                .update_from(res, ns, name, kv, false, obj.clone(), target, ctx)
+                .await
+            {
+                Ok(Attempt::Done(v)) => return Ok(v),
+                // Storage or a webhook failing would fail again.
+                Err(e) if e.code >= 500 => return Err(e),
+                // The copy may have been behind (a conflict, or a check against an
+                // older object): start again from storage, as upstream does.
+                Ok(Attempt::Unconfirmed) | Err(_) => {}
+            }
+        }
         let kv = self
             .storage(res)
-            .get(&Self::key(res, ns, name))
+            .get(&key)
             .await
             .map_err(|e| map_err(res, name, e))?;
         let Some(kv) = kv else {
             return Err(ApiError::not_found(res, name));
         };
-        match meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()) {
-            Some(rv) if rv != kv.mod_revision.to_string() => {
-                return Err(ApiError::conflict(res, name))
-            }
-            Some(_) => {}
-            None if !res.strategy.allow_unconditional_update() => {
-                return Err(ApiError::invalid(
-                    res,
-                    name,
-                    vec![StatusCause::invalid(
-                        "metadata.resourceVersion",
-                        "0x0",
-                        "must be specified for an update",
-                    )],
-                ));
-            }
-            None => {}
+        if precondition.is_some_and(|rv| rv != kv.mod_revision.to_string()) {
+            return Err(ApiError::conflict(res, name));
         }
+        match self
+            .update_from(res, ns, name, kv, true, obj, target, ctx)
+            .await?
+        {
+            Attempt::Done(v) => Ok(v),
+            Attempt::Unconfirmed => Err(ApiError::internal(
+                "an update read from storage came back unconfirmed",
+            )),
+        }
+    }
+
+    /// The watch cache's copy of `key` for a write to start from: `None` when there is
+    /// no cache, it is (re)loading, it lacks the key, or `precondition` names another
+    /// revision than the copy's (the copy may be behind: storage decides then).
+    fn cached_copy(
+        &self,
+        res: &ApiResource,
+        key: &str,
+        precondition: Option<&str>,
+    ) -> Option<KeyValue> {
+        let cacher = self.cacher(res)?;
+        cacher.revision()?;
+        let kv = cacher.get(key)?;
+        match precondition {
+            Some(rv) if rv != kv.mod_revision.to_string() => None,
+            _ => Some(kv),
+        }
+    }
+
+    /// One update attempt from `kv`, the object as stored (`confirmed`: read from
+    /// storage; otherwise the watch cache's copy).
+    #[allow(clippy::too_many_arguments)]
+    async fn update_from(
+        &self,
+        res: &ApiResource,
+        ns: Option<&str>,
+        name: &str,
+        kv: KeyValue,
+        confirmed: bool,
+        obj: Value,
+        target: Target,
+        ctx: &WriteContext,
+    ) -> Result<Attempt, ApiError> {
         let old = served_one(res, decode(res, &kv)?).await?;
         self.write_update(
             res,
             ns,
             name,
             old,
-            kv.mod_revision,
-            kv.stale || in_older_version(res, &kv),
+            Base {
+                revision: kv.mod_revision,
+                stale: kv.stale || in_older_version(res, &kv),
+                confirmed,
+            },
             obj,
             target,
             ctx,
@@ -994,6 +1087,7 @@ impl Store {
 
     /// Read-modify-write: `mutate` turns the current object into the new one (a patch).
     /// Retries when another writer got in between, unless the result pins a resourceVersion.
+    /// The first attempt starts from the watch cache's copy, as [`Store::update`]'s.
     pub async fn patch(
         &self,
         res: &ApiResource,
@@ -1005,38 +1099,53 @@ impl Store {
     ) -> Result<Value, ApiError> {
         let key = Self::key(res, ns, name);
         let mut last = ApiError::conflict(res, name);
-        for _ in 0..MAX_PATCH_RETRIES {
-            let Some(kv) = self
-                .storage(res)
-                .get(&key)
-                .await
-                .map_err(|e| map_err(res, name, e))?
-            else {
-                return Err(ApiError::not_found(res, name));
+        let mut cached = self.cached_copy(res, &key, None);
+        let mut tries = 0;
+        while tries < MAX_PATCH_RETRIES {
+            let (kv, confirmed) = match cached.take() {
+                Some(kv) => (kv, false),
+                None => {
+                    tries += 1;
+                    let kv = self
+                        .storage(res)
+                        .get(&key)
+                        .await
+                        .map_err(|e| map_err(res, name, e))?
+                        .ok_or_else(|| ApiError::not_found(res, name))?;
+                    (kv, true)
+                }
             };
             let old = served_one(res, decode(res, &kv)?).await?;
-            let new = mutate(&old)?;
+            let new = match mutate(&old) {
+                Ok(new) => new,
+                Err(e) if !confirmed && e.code < 500 => continue,
+                Err(e) => return Err(e),
+            };
             let pinned = meta_str(&new, "resourceVersion")
                 .is_some_and(|rv| rv != kv.mod_revision.to_string());
             if pinned {
-                return Err(ApiError::conflict(res, name));
+                if confirmed {
+                    return Err(ApiError::conflict(res, name));
+                }
+                // The cache's copy may be behind the revision the patch names.
+                continue;
             }
+            let base = Base {
+                revision: kv.mod_revision,
+                stale: kv.stale || in_older_version(res, &kv),
+                confirmed,
+            };
             match self
-                .write_update(
-                    res,
-                    ns,
-                    name,
-                    old,
-                    kv.mod_revision,
-                    kv.stale || in_older_version(res, &kv),
-                    new,
-                    target,
-                    ctx,
-                )
+                .write_update(res, ns, name, old, base, new, target, ctx)
                 .await
             {
+                Ok(Attempt::Done(v)) => return Ok(v),
                 Err(e) if e.is_conflict() => last = e,
-                other => return other,
+                // Unchanged against the cache's copy, or refused against it: that copy
+                // may have been behind, so try again from storage (5xx would recur).
+                Ok(Attempt::Unconfirmed) => {}
+                Err(e) if !confirmed && e.code < 500 => {}
+                Err(e) => return Err(e),
             }
         }
         Err(last)
@@ -1049,12 +1158,16 @@ impl Store {
         ns: Option<&str>,
         name: &str,
         old: Value,
-        old_rev: u64,
-        stale: bool,
+        base: Base,
         mut obj: Value,
         target: Target,
         ctx: &WriteContext,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Attempt, ApiError> {
+        let Base {
+            revision: old_rev,
+            stale,
+            confirmed,
+        } = base;
         let strategy = res.strategy;
         // A uid in the body is a precondition.
         if let Some(uid) = meta_str(&obj, "uid").filter(|u| !u.is_empty()) {
@@ -1225,8 +1338,13 @@ impl Store {
                 // encryption key or provider, or an object stored in a version that is no
                 // longer the storage version) is rewritten anyway, so that replacing every
                 // object re-encrypts it with the current key and re-encodes it in the
-                // current storage version (`apiserver migrate-storage`).
-                return Ok(old);
+                // current storage version (`apiserver migrate-storage`). Without a write
+                // nothing compares the watch cache's copy with storage: the caller reads
+                // storage and tries again (it also tells whether the value is stale).
+                if !confirmed {
+                    return Ok(Attempt::Unconfirmed);
+                }
+                return Ok(Attempt::Done(old));
             }
             // A graceful deletion's object waits for its grace period too (upstream leaves
             // it to the kubelet; here the grace period's end, `controllers::pod_gc`).
@@ -1237,7 +1355,7 @@ impl Store {
                     .as_i64()
                     .is_none_or(|p| p == 0);
             if ctx.dry_run {
-                return Ok(obj);
+                return Ok(Attempt::Done(obj));
             }
             if finalized {
                 // The last finalizer is gone: the object disappears.
@@ -1250,7 +1368,7 @@ impl Store {
                 // What the object held, before and as written, goes with it.
                 self.released_with(res, &old).await;
                 self.released_with(res, &obj).await;
-                return Ok(with_rv(obj, rev));
+                return Ok(Attempt::Done(with_rv(obj, rev)));
             }
             let rev = self
                 .storage(res)
@@ -1262,10 +1380,19 @@ impl Store {
                 .await
                 .map_err(|e| map_err(res, name, e))?;
             self.wrote(res, rev);
-            Ok(with_rv(obj, rev))
+            Ok(Attempt::Done(with_rv(obj, rev)))
         }
         .await;
-        Self::settle(claims, outcome).await
+        match outcome {
+            Ok(Attempt::Done(v)) => Self::settle(claims, Ok(v)).await.map(Attempt::Done),
+            Ok(Attempt::Unconfirmed) => {
+                if let Some(claims) = claims {
+                    claims.roll_back().await;
+                }
+                Ok(Attempt::Unconfirmed)
+            }
+            Err(e) => Self::settle(claims, Err(e)).await.map(Attempt::Done),
+        }
     }
 
     /// Deletes an object. With finalizers (or a kind-level deletion block, such as a

@@ -17,6 +17,7 @@ use apiserver_loadgen::authz::{self, AuthzOptions};
 use apiserver_loadgen::client::Protocol;
 use apiserver_loadgen::consistent_reads::{self, ConsistentReadOptions};
 use apiserver_loadgen::crds::{self, CrdOptions, CrdSelection};
+use apiserver_loadgen::etcd_ops::{self, EtcdOpsOptions};
 use apiserver_loadgen::metrics::{median_rows, table};
 use apiserver_loadgen::raw::{self, RawOptions};
 use apiserver_loadgen::scenarios::Settings;
@@ -69,6 +70,10 @@ enum Command {
     /// served by the watch cache after a revision request each, and after coalesced
     /// revision requests.
     ConsistentReads(ConsistentReadArgs),
+    /// Creates, consistent GETs and updates (GET + PUT) on an etcd it starts: ops/s,
+    /// latency, etcd requests and server and etcd CPU per operation, with consistent
+    /// reads going to etcd and served by the watch cache.
+    EtcdOps(ConsistentReadArgs),
     /// A soak run: minutes of mixed creates, updates, merge and strategic patches,
     /// deletes and lists with 1,000 watchers open, sampled every minute (RSS, open fds,
     /// CPU, p50/p99 per verb, watch events); fails if RSS or fds keep growing or a watcher
@@ -569,6 +574,7 @@ fn main() -> ExitCode {
         Some(Command::Admission(args)) => run_admission(args),
         Some(Command::Audit(args)) => run_audit(args),
         Some(Command::ConsistentReads(args)) => run_consistent_reads(args),
+        Some(Command::EtcdOps(args)) => run_etcd_ops(args),
         Some(Command::Soak(args)) => run_soak(args),
         Some(Command::Startup(args)) => run_startup(args),
         None => run_suite(cli.suite),
@@ -874,6 +880,35 @@ fn run_consistent_reads(a: ConsistentReadArgs) -> anyhow::Result<ExitCode> {
         rt.worker_threads(t.max(1));
     }
     let report = rt.build()?.block_on(consistent_reads::run(&opts))?;
+    finish(&report.markdown(), report.error_count(), a.output)
+}
+
+/// `etcd-ops` takes `consistent-reads`' flags (`--count` ConfigMaps created, then GETs and
+/// updates for `--duration` seconds each).
+fn run_etcd_ops(a: ConsistentReadArgs) -> anyhow::Result<ExitCode> {
+    let opts = EtcdOpsOptions {
+        server_bin: a.server_bin,
+        etcd_bin: a.etcd_bin,
+        server_args: a.server_args,
+        data_root: a.data_root,
+        protocol: if a.http1 {
+            Protocol::Http1
+        } else {
+            Protocol::Http2
+        },
+        request_timeout: Duration::from_secs_f64(a.timeout),
+        runs: a.runs,
+        count: a.count,
+        concurrency: a.concurrency,
+        duration: Duration::from_secs_f64(a.duration),
+        object_size: a.object_size,
+    };
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.enable_all();
+    if let Some(t) = a.threads {
+        rt.worker_threads(t.max(1));
+    }
+    let report = rt.build()?.block_on(etcd_ops::run(&opts))?;
     finish(&report.markdown(), report.error_count(), a.output)
 }
 

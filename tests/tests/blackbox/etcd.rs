@@ -404,3 +404,95 @@ async fn concurrent_consistent_gets_see_their_writes_and_share_etcd_revision_req
         "{requests} etcd revision requests for {callers} callers: none shared"
     );
 }
+
+/// etcd requests of one operation on ConfigMaps, from `etcd_requests_total` on `/metrics`.
+async fn configmap_requests(client: &kube::Client, operation: &str) -> u64 {
+    let r = raw_request(client, "GET", "/metrics", None, Vec::new()).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let labels = format!("group=\"\",operation=\"{operation}\",resource=\"configmaps\"");
+    r.text
+        .lines()
+        .filter_map(|l| l.strip_prefix("etcd_requests_total{"))
+        .filter(|l| l.starts_with(&labels))
+        .find_map(|l| l.rsplit_once(' ')?.1.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// An update (PUT with the resourceVersion read) starts from the watch cache's copy, as
+/// kube-apiserver's does: etcd sees the guarded write and no read before it. etcd's
+/// compare still decides: a PUT with an older resourceVersion is a 409, one without any
+/// lands on the current object, and an unchanged object keeps its resourceVersion.
+#[tokio::test(flavor = "multi_thread")]
+async fn updates_start_from_the_watch_cache_and_etcd_still_refuses_stale_ones() {
+    // Ordered progress lets the NotOlderThan read below wait for the cache.
+    let server = TestServer::start_on_etcd_with_flags(&["--etcd-watch-progress=ordered"]);
+    let client = server.client().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let created = api
+        .create(&PostParams::default(), &cm("cached", "1"))
+        .await
+        .unwrap();
+    // Answered once the watch cache holds the create.
+    let path = format!(
+        "/api/v1/namespaces/default/configmaps/cached?resourceVersion={}&resourceVersionMatch=NotOlderThan",
+        rv(&created)
+    );
+    let r = raw_request(&client, "GET", &path, None, Vec::new()).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    let (reads, writes) = (
+        configmap_requests(&client, "get").await,
+        configmap_requests(&client, "update").await,
+    );
+    let mut changed = created.clone();
+    changed.data = Some([("v".to_string(), "2".to_string())].into());
+    let updated = api
+        .replace("cached", &PostParams::default(), &changed)
+        .await
+        .unwrap();
+    assert_ne!(rv(&updated), rv(&created));
+    assert_eq!(
+        (
+            configmap_requests(&client, "get").await - reads,
+            configmap_requests(&client, "update").await - writes
+        ),
+        (0, 1),
+        "etcd reads and writes of one update"
+    );
+
+    // The first resourceVersion is no longer current: etcd's compare refuses it.
+    let mut stale = created.clone();
+    stale.data = Some([("v".to_string(), "3".to_string())].into());
+    let err = api
+        .replace("cached", &PostParams::default(), &stale)
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = err else {
+        panic!("a stale update: {err:?}")
+    };
+    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
+    assert!(
+        status.message.contains("the object has been modified"),
+        "{}",
+        status.message
+    );
+
+    // Without a resourceVersion the update lands on the current object.
+    let mut unconditional = updated.clone();
+    unconditional.metadata.resource_version = None;
+    unconditional.data = Some([("v".to_string(), "4".to_string())].into());
+    let landed = api
+        .replace("cached", &PostParams::default(), &unconditional)
+        .await
+        .unwrap();
+    assert_eq!(landed.data, unconditional.data);
+    assert_ne!(rv(&landed), rv(&updated));
+
+    // Unchanged: nothing written, the resourceVersion stays.
+    let same = api
+        .replace("cached", &PostParams::default(), &landed)
+        .await
+        .unwrap();
+    assert_eq!(rv(&same), rv(&landed));
+    assert_eq!(api.get("cached").await.unwrap().data, landed.data);
+}
