@@ -135,8 +135,7 @@ impl Type {
         }
     }
 
-    /// Whether a non-null value of JSON type `actual` is of this type (an integer is a
-    /// number).
+    /// Whether a non-null value is of this type (an integer is a number too).
     fn admits(self, v: &Value) -> bool {
         match (self, v) {
             (Type::Boolean, Value::Bool(_)) => true,
