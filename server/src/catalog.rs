@@ -16,6 +16,7 @@ use codegen::endpoints::{self, Endpoint, Subresource, Verb};
 use codegen::model::{ResourceDef, Schema, Scope};
 
 use crate::registry::strategy::{self, Strategy};
+use crate::registry::validator::Validator;
 use crate::registry::virtual_kinds::{self, CreateHook};
 
 /// A served resource, as the handlers see it.
@@ -91,6 +92,9 @@ pub struct SchemaJson {
     /// The text the tree is parsed from; `None` when the tree was given.
     text: Option<&'static RawValue>,
     tree: OnceLock<serde_json::Value>,
+    /// The tree compiled for validation, when first validated against (a CRD's entry,
+    /// and so its schema, is rebuilt at each generation).
+    validator: OnceLock<Validator>,
 }
 
 impl SchemaJson {
@@ -99,6 +103,7 @@ impl SchemaJson {
         SchemaJson {
             text: None,
             tree: OnceLock::from(tree),
+            validator: OnceLock::new(),
         }
     }
 
@@ -107,6 +112,7 @@ impl SchemaJson {
         SchemaJson {
             text: Some(text),
             tree: OnceLock::new(),
+            validator: OnceLock::new(),
         }
     }
 
@@ -119,6 +125,12 @@ impl SchemaJson {
                 .unwrap_or_else(|e| panic!("a compiled-in schema does not parse: {e}")),
             None => serde_json::Value::Null,
         })
+    }
+
+    /// The schema compiled for validation (compiled now if it has not been yet).
+    pub fn validator(&self) -> &Validator {
+        self.validator
+            .get_or_init(|| Validator::compile(self.get()))
     }
 
     /// Whether the schema may hold `key`: an unparsed text is searched for it as a key,
@@ -158,6 +170,11 @@ impl ApiResource {
     /// protobuf transcoder walk it).
     pub fn schema(&self) -> &serde_json::Value {
         self.schema.get()
+    }
+
+    /// The schema compiled for validation, once per entry.
+    pub fn validator(&self) -> &Validator {
+        self.schema.validator()
     }
 
     /// The entry for a definition whose schemas were taken out as JSON (`schema`, and

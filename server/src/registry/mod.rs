@@ -1,6 +1,6 @@
 //! The registry: one generic store ([`store::Store`]) for every resource, with per-kind
-//! behaviour in [`strategy`] hooks and schema work (pruning, defaulting, validation) in
-//! [`schema`].
+//! behaviour in [`strategy`] hooks and schema work in [`schema`] (pruning, defaulting) and
+//! [`validator`] (validation, compiled once per schema).
 
 pub mod apply;
 pub mod autoscalers;
@@ -28,6 +28,8 @@ pub mod pod_volumes;
 pub mod printers;
 pub mod propagation;
 pub mod schema;
+#[cfg(any(test, feature = "interpreted-validation"))]
+pub mod schema_interpreter;
 pub mod service_claims;
 pub mod service_strategy;
 pub mod services;
@@ -35,6 +37,7 @@ pub mod storage_errors;
 pub mod store;
 pub mod strategic_merge;
 pub mod strategy;
+pub mod validator;
 pub mod versions;
 pub mod virtual_kinds;
 pub mod watcher;

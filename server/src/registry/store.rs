@@ -1561,7 +1561,7 @@ impl Store {
         let strategy = res.strategy;
         let mut causes = validate_name("metadata.name", name, strategy.name_rule());
         causes.extend(validate_object_meta(obj));
-        let mut schema_causes = schema::validate(obj, res.schema());
+        let mut schema_causes = res.validator().validate(obj);
         if res.builtin() {
             // Upstream checks built-in kinds' lists by hand (a pod's second container of
             // a name is a duplicate `.name`, two ports may share a number), not by their

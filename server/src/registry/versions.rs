@@ -139,7 +139,7 @@ impl Family {
         else {
             return causes;
         };
-        for c in super::schema::validate(&stored, schema.get()) {
+        for c in schema.validator().validate(&stored) {
             let at = format!(".{}", c.field);
             let restored = kept.keys().any(|k| {
                 at == *k || at.starts_with(&format!("{k}.")) || at.starts_with(&format!("{k}["))

@@ -2,7 +2,8 @@
 //! label selectors, LIST encoding (10,000 items, JSON and Table), patch application
 //! (JSON merge and strategic merge), watch fan-out through the storage event log, and
 //! one change delivered to 100 selector watchers (decoded per watcher, or read once and
-//! shared).
+//! shared), and schema validation of a Deployment and a custom object (the interpreting
+//! walker against the compiled validator the server uses).
 //!
 //! Run: `cargo bench -p apiserver-loadgen --bench hot_paths` (see BENCHMARKS.md).
 
@@ -14,6 +15,7 @@ use apiserver::api::selectors::{labels_of, LabelSelector};
 use apiserver::catalog::Catalog;
 use apiserver::endpoints::table::{table, IncludeObject};
 use apiserver::registry::strategic_merge;
+use apiserver::registry::{schema_interpreter, validator::Validator};
 use apiserver::storage::events::EventLog;
 use apiserver::storage::StoredEvent;
 use bytes::Bytes;
@@ -300,12 +302,203 @@ fn selector_watchers(c: &mut Criterion) {
     g.finish();
 }
 
+/// A Deployment as `kubectl create` sends a realistic one: two containers with ports,
+/// environment (literal and from fields, secrets, config maps), resources, three probes,
+/// volume mounts and a security context; four volumes.
+fn deployment() -> Value {
+    let container = |name: &str, port: u16| {
+        json!({
+            "name": name,
+            "image": format!("registry.example.com/shop/{name}:1.24.3"),
+            "imagePullPolicy": "IfNotPresent",
+            "args": ["--listen", format!(":{port}"), "--log-level=info"],
+            "ports": [
+                { "name": "http", "containerPort": port, "protocol": "TCP" },
+                { "name": "metrics", "containerPort": 9090, "protocol": "TCP" }
+            ],
+            "env": [
+                { "name": "MODE", "value": "production" },
+                { "name": "POD_NAME", "valueFrom": { "fieldRef": { "apiVersion": "v1", "fieldPath": "metadata.name" } } },
+                { "name": "POD_IP", "valueFrom": { "fieldRef": { "fieldPath": "status.podIP" } } },
+                { "name": "DB_PASSWORD", "valueFrom": { "secretKeyRef": { "name": "db", "key": "password" } } },
+                { "name": "FEATURES", "valueFrom": { "configMapKeyRef": { "name": "flags", "key": "features", "optional": true } } },
+                { "name": "GOMAXPROCS", "valueFrom": { "resourceFieldRef": { "resource": "limits.cpu", "divisor": "1" } } }
+            ],
+            "envFrom": [{ "configMapRef": { "name": "shop-config" } }],
+            "resources": { "requests": { "cpu": "250m", "memory": "256Mi" }, "limits": { "cpu": "1", "memory": "512Mi" } },
+            "livenessProbe": { "httpGet": { "path": "/healthz", "port": "http", "scheme": "HTTP" }, "initialDelaySeconds": 10, "periodSeconds": 10, "timeoutSeconds": 2, "failureThreshold": 3 },
+            "readinessProbe": { "httpGet": { "path": "/ready", "port": port }, "periodSeconds": 5 },
+            "startupProbe": { "tcpSocket": { "port": port }, "failureThreshold": 30, "periodSeconds": 2 },
+            "volumeMounts": [
+                { "name": "config", "mountPath": "/etc/shop", "readOnly": true },
+                { "name": "cache", "mountPath": "/var/cache/shop" },
+                { "name": "tls", "mountPath": "/etc/tls", "readOnly": true }
+            ],
+            "securityContext": { "runAsNonRoot": true, "runAsUser": 10001, "allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "capabilities": { "drop": ["ALL"] } },
+            "terminationMessagePolicy": "FallbackToLogsOnError"
+        })
+    };
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": { "name": "shop", "namespace": "bench", "labels": { "app": "shop", "tier": "web" } },
+        "spec": {
+            "replicas": 3,
+            "revisionHistoryLimit": 5,
+            "selector": { "matchLabels": { "app": "shop" } },
+            "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxSurge": "25%", "maxUnavailable": 0 } },
+            "template": {
+                "metadata": { "labels": { "app": "shop", "tier": "web" }, "annotations": { "prometheus.io/scrape": "true" } },
+                "spec": {
+                    "serviceAccountName": "shop",
+                    "terminationGracePeriodSeconds": 30,
+                    "securityContext": { "fsGroup": 10001, "seccompProfile": { "type": "RuntimeDefault" } },
+                    "containers": [container("frontend", 8080), container("worker", 8081)],
+                    "initContainers": [{ "name": "migrate", "image": "registry.example.com/shop/migrate:1.24.3", "command": ["/migrate", "--up"] }],
+                    "volumes": [
+                        { "name": "config", "configMap": { "name": "shop-config", "items": [{ "key": "app.yaml", "path": "app.yaml" }] } },
+                        { "name": "cache", "emptyDir": { "sizeLimit": "1Gi" } },
+                        { "name": "tls", "secret": { "secretName": "shop-tls", "defaultMode": 420 } },
+                        { "name": "data", "persistentVolumeClaim": { "claimName": "shop-data" } }
+                    ],
+                    "affinity": { "podAntiAffinity": { "preferredDuringSchedulingIgnoredDuringExecution": [{ "weight": 100, "podAffinityTerm": { "topologyKey": "kubernetes.io/hostname", "labelSelector": { "matchLabels": { "app": "shop" } } } }] } },
+                    "tolerations": [{ "key": "dedicated", "operator": "Equal", "value": "shop", "effect": "NoSchedule" }],
+                    "topologySpreadConstraints": [{ "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": { "matchLabels": { "app": "shop" } } }]
+                }
+            }
+        }
+    })
+}
+
+/// A CustomResourceDefinition's schema with the checks custom kinds use: patterns, enums,
+/// formats, bounds, int-or-string, a map list, a set list, a string map.
+const BACKUP_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: { name: backups.bench.example.com }
+spec:
+  group: bench.example.com
+  scope: Namespaced
+  names: { plural: backups, singular: backup, kind: Backup }
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              required: [schedule, target]
+              properties:
+                schedule: { type: string, pattern: '^(\S+\s+){4}\S+$', maxLength: 64 }
+                suspend: { type: boolean }
+                retention: { type: integer, minimum: 1, maximum: 365 }
+                startAfter: { type: string, format: date-time }
+                owner: { type: string, format: hostname }
+                window: { x-kubernetes-int-or-string: true }
+                target:
+                  type: object
+                  required: [kind, name]
+                  properties:
+                    kind: { type: string, enum: [Database, Volume, Bucket] }
+                    name: { type: string, minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$' }
+                    endpoint: { type: string, format: ipv4 }
+                destinations:
+                  type: array
+                  maxItems: 8
+                  x-kubernetes-list-type: map
+                  x-kubernetes-list-map-keys: [name]
+                  items:
+                    type: object
+                    required: [name, url]
+                    properties:
+                      name: { type: string }
+                      url: { type: string, pattern: '^s3://' }
+                      weight: { type: number, minimum: 0, maximum: 1 }
+                      region: { type: string, enum: [eu-west-1, us-east-1, ap-south-1] }
+                tags: { type: array, x-kubernetes-list-type: set, items: { type: string, maxLength: 63 } }
+                labels: { type: object, additionalProperties: { type: string, maxLength: 63 } }
+            status:
+              type: object
+              properties:
+                phase: { type: string, enum: [Pending, Running, Succeeded, Failed] }
+                lastRun: { type: string, format: date-time }
+"#;
+
+fn backup() -> Value {
+    json!({
+        "apiVersion": "bench.example.com/v1",
+        "kind": "Backup",
+        "metadata": { "name": "nightly", "namespace": "bench" },
+        "spec": {
+            "schedule": "0 3 * * *",
+            "suspend": false,
+            "retention": 30,
+            "startAfter": "2026-12-01T00:00:00Z",
+            "owner": "db-team.example.com",
+            "window": "2h",
+            "target": { "kind": "Database", "name": "orders", "endpoint": "10.0.0.12" },
+            "destinations": [
+                { "name": "primary", "url": "s3://backups/orders", "weight": 0.7, "region": "eu-west-1" },
+                { "name": "secondary", "url": "s3://backups-dr/orders", "weight": 0.3, "region": "us-east-1" }
+            ],
+            "tags": ["orders", "nightly", "pii"],
+            "labels": { "team": "db", "cost-center": "1234" }
+        },
+        "status": { "phase": "Succeeded", "lastRun": "2026-12-04T03:00:00Z" }
+    })
+}
+
+/// Schema validation per object: `schema_interpreter::validate` walks the schema as JSON
+/// (looking keywords up, compiling patterns, building paths, cloning the object), the
+/// compiled `Validator` the server uses walks typed nodes. Both in one run, so their
+/// ratio holds on a loaded machine.
+fn schema_validation(c: &mut Criterion) {
+    let catalog =
+        Catalog::from_definitions(apiserver::generated::CATALOG).expect("the catalog loads");
+    let deployments = catalog
+        .get("apps", "v1", "deployments")
+        .expect("deployments are served");
+    let crd: Value = serde_yaml::from_str(BACKUP_CRD).expect("the CRD is YAML");
+    let def = apiserver::apiextensions::definitions(&crd)
+        .expect("the CRD is valid")
+        .remove(0);
+    let backups = apiserver::catalog::ApiResource::new(def).expect("the CRD is served");
+    let mut g = c.benchmark_group("schema validation");
+    for (name, res, obj) in [
+        ("Deployment", &*deployments, deployment()),
+        ("custom object", &backups, backup()),
+    ] {
+        let schema = res.schema();
+        let compiled = res.validator();
+        assert!(compiled.validate(&obj).is_empty(), "the {name} is valid");
+        assert_eq!(
+            schema_interpreter::validate(&obj, schema),
+            compiled.validate(&obj)
+        );
+        g.bench_function(format!("{name}: interpreted"), |b| {
+            b.iter(|| schema_interpreter::validate(black_box(&obj), schema))
+        });
+        g.bench_function(format!("{name}: compiled"), |b| {
+            b.iter(|| compiled.validate(black_box(&obj)))
+        });
+    }
+    let schema = deployments.schema();
+    g.bench_function("compile the Deployment schema (once per kind)", |b| {
+        b.iter(|| Validator::compile(black_box(schema)))
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
     selectors,
     list_encoding,
     patches,
     watch_fanout,
-    selector_watchers
+    selector_watchers,
+    schema_validation
 );
 criterion_main!(benches);

@@ -65,7 +65,7 @@ pub(super) async fn create(
     }
     schema::apply_defaults(&mut obj, res.schema());
     let mut causes = validate_object_meta(&obj);
-    let schema_causes = schema::validate(&obj, res.schema());
+    let schema_causes = res.validator().validate(&obj);
     if schema_causes.is_empty() {
         causes.extend(res.rules.validate(&obj, None));
     }
