@@ -101,6 +101,10 @@ struct Policy {
     /// Whether some values could make an evaluation exceed a cost limit, so each one is
     /// costed on the request's values first (most policies cannot, and skip that work).
     costed: bool,
+    /// For a costed policy, the most elements (see [`elements`]) the values of one
+    /// evaluation may hold for the quick bound to settle it (`None`: it never does).
+    /// Worked out once, when the policy is compiled, so a request only sizes its values.
+    quick_limit: Option<u64>,
 }
 
 impl Policy {
@@ -186,13 +190,45 @@ impl Policy {
             validations,
             audit_annotations: named("auditAnnotations", "key", "valueExpression"),
             costed: false,
+            quick_limit: None,
         };
         let worst: Vec<u64> = policy
             .expressions()
             .map(Expression::worst_case_cost)
             .collect();
         policy.costed = !within_limits(worst.into_iter());
+        if policy.costed {
+            policy.quick_limit = policy.largest_within_limits();
+        }
         policy
+    }
+
+    /// The most elements on which [`Self::within_limits_on`] holds, by bisection: the
+    /// estimate only grows with the elements, so the answer for any count is whether it
+    /// is at most this one.
+    fn largest_within_limits(&self) -> Option<u64> {
+        if !self.within_limits_on(0) {
+            return None;
+        }
+        if self.within_limits_on(u64::MAX) {
+            return Some(u64::MAX);
+        }
+        // `within` holds, `beyond` does not.
+        let (mut within, mut beyond) = (0u64, u64::MAX);
+        while beyond - within > 1 {
+            let mid = within + (beyond - within) / 2;
+            match self.within_limits_on(mid) {
+                true => within = mid,
+                false => beyond = mid,
+            }
+        }
+        Some(within)
+    }
+
+    /// Whether the quick bound settles an evaluation on values of `elements` elements
+    /// (what [`Self::within_limits_on`] answers, without estimating anything).
+    fn settled_on(&self, elements: u64) -> bool {
+        self.quick_limit.is_some_and(|limit| elements <= limit)
     }
 
     /// Whether every evaluation on values of at most `elements` elements stays within the
@@ -739,7 +775,7 @@ async fn evaluate(
         // Costed on the shapes of the values (`variables` are computed from them) only
         // when the quick bound from their sizes does not settle it.
         let costed =
-            policy.costed && !policy.within_limits_on(elements(bindings.iter().map(|(_, v)| *v)));
+            policy.costed && !policy.settled_on(elements(bindings.iter().map(|(_, v)| *v)));
         let shapes = costed.then(|| Shapes::of(&bindings));
         let mut runner = Runner {
             shapes: shapes.as_ref(),
@@ -912,5 +948,35 @@ mod tests {
         // shapes are worked out.
         let quadratic = policy(&["object.data.all(a, object.data.all(b, a != b || a == b))"]);
         assert!(quadratic.costed && !quadratic.within_limits_on(10_000));
+    }
+
+    #[test]
+    fn the_quick_bound_is_settled_by_a_size_worked_out_when_the_policy_is_compiled() {
+        let linear = policy(&["!has(object.data) || !('x' in object.data)"]);
+        let quadratic = policy(&["object.data.all(a, object.data.all(b, a != b || a == b))"]);
+        for p in [&linear, &quadratic] {
+            let limit = p.quick_limit.expect("small values are settled");
+            assert!(p.within_limits_on(limit) && !p.within_limits_on(limit + 1));
+            // The same answer as estimating, whatever the size.
+            for n in [
+                0,
+                1,
+                100,
+                2_000,
+                10_000,
+                1 << 20,
+                1 << 40,
+                limit - 1,
+                limit,
+                limit + 1,
+            ] {
+                assert_eq!(p.settled_on(n), p.within_limits_on(n), "{n} elements");
+            }
+        }
+        // A policy changed to a costlier expression is compiled anew, with its own limit.
+        assert!(quadratic.quick_limit < linear.quick_limit);
+        // Policies that no value can make too costly are never sized.
+        let bounded = policy(&["object.metadata.name.size() <= 63"]);
+        assert!(!bounded.costed && bounded.quick_limit.is_none());
     }
 }
