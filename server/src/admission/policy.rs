@@ -28,7 +28,9 @@ use crate::api::selectors::LabelSelector;
 use crate::api::status::StatusReason;
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::{ApiResource, Catalog};
-use crate::registry::cel::{elements, to_cel, Expression, Shapes, PER_CALL_LIMIT, RUNTIME_BUDGET};
+use crate::registry::cel::{
+    elements, Activation, Expression, Shapes, PER_CALL_LIMIT, RUNTIME_BUDGET,
+};
 use crate::registry::codec::convert_to;
 use crate::registry::Store;
 
@@ -99,6 +101,10 @@ struct Policy {
     /// Whether some values could make an evaluation exceed a cost limit, so each one is
     /// costed on the request's values first (most policies cannot, and skip that work).
     costed: bool,
+    /// For a costed policy, the most elements (see [`elements`]) the values of one
+    /// evaluation may hold for the quick bound to settle it (`None`: it never does).
+    /// Worked out once, when the policy is compiled, so a request only sizes its values.
+    quick_limit: Option<u64>,
 }
 
 impl Policy {
@@ -184,13 +190,45 @@ impl Policy {
             validations,
             audit_annotations: named("auditAnnotations", "key", "valueExpression"),
             costed: false,
+            quick_limit: None,
         };
         let worst: Vec<u64> = policy
             .expressions()
             .map(Expression::worst_case_cost)
             .collect();
         policy.costed = !within_limits(worst.into_iter());
+        if policy.costed {
+            policy.quick_limit = policy.largest_within_limits();
+        }
         policy
+    }
+
+    /// The most elements on which [`Self::within_limits_on`] holds, by bisection: the
+    /// estimate only grows with the elements, so the answer for any count is whether it
+    /// is at most this one.
+    fn largest_within_limits(&self) -> Option<u64> {
+        if !self.within_limits_on(0) {
+            return None;
+        }
+        if self.within_limits_on(u64::MAX) {
+            return Some(u64::MAX);
+        }
+        // `within` holds, `beyond` does not.
+        let (mut within, mut beyond) = (0u64, u64::MAX);
+        while beyond - within > 1 {
+            let mid = within + (beyond - within) / 2;
+            match self.within_limits_on(mid) {
+                true => within = mid,
+                false => beyond = mid,
+            }
+        }
+        Some(within)
+    }
+
+    /// Whether the quick bound settles an evaluation on values of `elements` elements
+    /// (what [`Self::within_limits_on`] answers, without estimating anything).
+    fn settled_on(&self, elements: u64) -> bool {
+        self.quick_limit.is_some_and(|limit| elements <= limit)
     }
 
     /// Whether every evaluation on values of at most `elements` elements stays within the
@@ -723,26 +761,27 @@ async fn evaluate(
             used(uses.namespace_object, Some(&namespace_object)),
         ),
     ];
-    let base = json
-        .iter()
-        .map(|(name, v)| Ok((*name, to_cel(v)?)))
-        .collect::<Result<Vec<_>, String>>()?;
+    // Bound once for every param and expression (converted where they lie).
+    let mut scope = Activation::new();
+    for (name, v) in json {
+        scope.bind_json(name, v);
+    }
     let mut failures = Vec::new();
     for param in &params {
-        let mut vars: Vec<(&str, cel::Value)> = base.clone();
-        vars.push(("params", to_cel(param)?));
+        let mut with_param = scope.nested();
+        with_param.bind_json("params", param);
         let mut bindings = json.to_vec();
         bindings.push(("params", param));
         // Costed on the shapes of the values (`variables` are computed from them) only
         // when the quick bound from their sizes does not settle it.
         let costed =
-            policy.costed && !policy.within_limits_on(elements(bindings.iter().map(|(_, v)| *v)));
+            policy.costed && !policy.settled_on(elements(bindings.iter().map(|(_, v)| *v)));
         let shapes = costed.then(|| Shapes::of(&bindings));
         let mut runner = Runner {
             shapes: shapes.as_ref(),
             remaining: RUNTIME_BUDGET,
         };
-        failures.extend(evaluate_with(policy, a, vars, &mut runner)?);
+        failures.extend(evaluate_with(policy, a, &with_param, &mut runner)?);
     }
     Ok(failures)
 }
@@ -765,39 +804,40 @@ struct Runner<'s> {
 }
 
 impl Runner<'_> {
+    /// Runs `e` in `scope`; `what` names it in errors.
     fn run(
         &mut self,
         e: &Compiled,
-        vars: &[(&str, cel::Value)],
-        what: &str,
+        scope: &Activation<'_, '_>,
+        what: &dyn Fn() -> String,
     ) -> Result<cel::Value, String> {
-        let e = e.as_ref().map_err(|why| format!("{what}: {why}"))?;
+        let e = e.as_ref().map_err(|why| format!("{}: {why}", what()))?;
         if let Some(shapes) = self.shapes {
             let cost = e.cost_on(shapes);
             if cost > PER_CALL_LIMIT {
                 return Err(format!(
-                    "{what} resulted in error: operation cancelled: actual cost limit exceeded"
+                    "{} resulted in error: operation cancelled: actual cost limit exceeded",
+                    what()
                 ));
             }
             self.remaining = self.remaining.checked_sub(cost).ok_or_else(|| {
                 "validation failed due to running out of cost budget, no further validation rules will be run".to_string()
             })?;
         }
-        e.evaluate_values(vars)
-            .map_err(|why| format!("{what} resulted in error: {why}"))
+        e.evaluate_in(scope)
+            .map_err(|why| format!("{} resulted in error: {why}", what()))
     }
 }
 
-/// One evaluation of a policy with `params` bound.
+/// One evaluation of a policy in `scope` (the request's variables and `params`).
 fn evaluate_with(
     policy: &Policy,
     a: &Attributes<'_>,
-    mut vars: Vec<(&str, cel::Value)>,
+    scope: &Activation<'_, '_>,
     runner: &mut Runner<'_>,
 ) -> Result<Vec<Failure>, String> {
-    let mut run = |e: &Compiled, vars: &[(&str, cel::Value)], what: &str| runner.run(e, vars, what);
     for (name, condition) in &policy.match_conditions {
-        match run(condition, &vars, &format!("match condition '{name}'"))? {
+        match runner.run(condition, scope, &|| format!("match condition '{name}'"))? {
             cel::Value::Bool(true) => {}
             cel::Value::Bool(false) => return Ok(vec![]),
             other => {
@@ -810,16 +850,19 @@ fn evaluate_with(
     // Each variable sees the ones before it.
     let mut variables: HashMap<String, cel::Value> = HashMap::new();
     for (name, expression) in &policy.variables {
-        vars.retain(|(n, _)| *n != "variables");
-        vars.push(("variables", variables.clone().into()));
-        let value = run(expression, &vars, &format!("variable '{name}'"))?;
+        let mut with_variables = scope.nested();
+        with_variables.bind("variables", variables.clone().into())?;
+        let value = runner.run(expression, &with_variables, &|| {
+            format!("variable '{name}'")
+        })?;
         variables.insert(name.clone(), value);
     }
-    vars.retain(|(n, _)| *n != "variables");
-    vars.push(("variables", variables.into()));
+    let mut scope = scope.nested();
+    scope.bind("variables", variables.into())?;
+    let scope = &scope;
     let mut failures = Vec::new();
     for v in &policy.validations {
-        match run(&v.expression, &vars, &format!("expression '{}'", v.text))? {
+        match runner.run(&v.expression, scope, &|| format!("expression '{}'", v.text))? {
             cel::Value::Bool(true) => continue,
             cel::Value::Bool(false) => {}
             other => {
@@ -829,15 +872,14 @@ fn evaluate_with(
                 ))
             }
         }
-        let from_expression =
-            v.message_expression
-                .as_ref()
-                .and_then(|m| match run(m, &vars, "messageExpression") {
-                    Ok(cel::Value::String(s)) if !s.trim().is_empty() && !s.contains('\n') => {
-                        Some(s.to_string())
-                    }
-                    _ => None,
-                });
+        let from_expression = v.message_expression.as_ref().and_then(|m| {
+            match runner.run(m, scope, &|| "messageExpression".to_string()) {
+                Ok(cel::Value::String(s)) if !s.trim().is_empty() && !s.contains('\n') => {
+                    Some(s.to_string())
+                }
+                _ => None,
+            }
+        });
         let message = from_expression
             .or_else(|| v.message.clone())
             .unwrap_or_else(|| format!("failed expression: {}", v.text));
@@ -847,7 +889,7 @@ fn evaluate_with(
         });
     }
     for (key, expression) in &policy.audit_annotations {
-        match run(expression, &vars, &format!("audit annotation '{key}'"))? {
+        match runner.run(expression, scope, &|| format!("audit annotation '{key}'"))? {
             cel::Value::String(s) => a
                 .outcome
                 .annotate(format!("{}/{key}", policy.name), s.to_string()),
@@ -906,5 +948,35 @@ mod tests {
         // shapes are worked out.
         let quadratic = policy(&["object.data.all(a, object.data.all(b, a != b || a == b))"]);
         assert!(quadratic.costed && !quadratic.within_limits_on(10_000));
+    }
+
+    #[test]
+    fn the_quick_bound_is_settled_by_a_size_worked_out_when_the_policy_is_compiled() {
+        let linear = policy(&["!has(object.data) || !('x' in object.data)"]);
+        let quadratic = policy(&["object.data.all(a, object.data.all(b, a != b || a == b))"]);
+        for p in [&linear, &quadratic] {
+            let limit = p.quick_limit.expect("small values are settled");
+            assert!(p.within_limits_on(limit) && !p.within_limits_on(limit + 1));
+            // The same answer as estimating, whatever the size.
+            for n in [
+                0,
+                1,
+                100,
+                2_000,
+                10_000,
+                1 << 20,
+                1 << 40,
+                limit - 1,
+                limit,
+                limit + 1,
+            ] {
+                assert_eq!(p.settled_on(n), p.within_limits_on(n), "{n} elements");
+            }
+        }
+        // A policy changed to a costlier expression is compiled anew, with its own limit.
+        assert!(quadratic.quick_limit < linear.quick_limit);
+        // Policies that no value can make too costly are never sized.
+        let bounded = policy(&["object.metadata.name.size() <= 63"]);
+        assert!(!bounded.costed && bounded.quick_limit.is_none());
     }
 }

@@ -26,7 +26,8 @@ use serde_json::{json, Value};
 
 use crate::authz::load_average;
 use crate::client::{Client, Protocol, JSON};
-use crate::metrics::{cost, median_rows, num, progress, table, Row};
+use crate::consistent_reads::cpu_time;
+use crate::metrics::{cost, median, median_rows, num, progress, table, Row};
 use crate::scenarios;
 use crate::server::ServerProcess;
 
@@ -88,6 +89,15 @@ pub struct AdmissionOptions {
     pub effect_timeout: Duration,
 }
 
+/// Server CPU per operation of one run, µs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Cpu {
+    /// Per create.
+    pub create: f64,
+    /// Per update (GET + PUT).
+    pub update: f64,
+}
+
 /// The results of `loadgen admission`.
 #[derive(Clone, Debug, Default)]
 pub struct AdmissionReport {
@@ -97,6 +107,9 @@ pub struct AdmissionReport {
     pub runs: BTreeMap<Config, Vec<Vec<Row>>>,
     /// Webhook calls during the measured writes, per run (webhook configuration only).
     pub webhook_calls: Vec<u64>,
+    /// Server CPU (user + system) per create and per update, µs, each run, by
+    /// configuration: unlike throughput, hardly moved by what else the machine runs.
+    pub cpu_us: BTreeMap<Config, Vec<Cpu>>,
     /// 1-minute load average before the first and after the last run.
     pub load: (Option<f64>, Option<f64>),
 }
@@ -178,11 +191,32 @@ impl AdmissionReport {
             }
             let _ = writeln!(out, "{line}");
         }
+        type PickCpu = fn(&Cpu) -> f64;
+        let cpu_figures: [(&str, PickCpu); 2] = [
+            ("server CPU per create, µs", |c| c.create),
+            ("server CPU per update (GET + PUT), µs", |c| c.update),
+        ];
+        for (name, pick) in cpu_figures {
+            let value = |c: Config| {
+                let mut each: Vec<f64> = self.cpu_us.get(&c)?.iter().map(pick).collect();
+                (!each.is_empty()).then(|| median(&mut each))
+            };
+            let base = value(Config::Plain);
+            let mut line = format!("| {name} |");
+            for &c in &configs {
+                line += &format!(" {} |", value(c).map_or("—".into(), num));
+                if c != Config::Plain {
+                    line += &format!(" {} |", cost(base, value(c), false));
+                }
+            }
+            let _ = writeln!(out, "{line}");
+        }
         let _ = writeln!(
             out,
-            "\ncost: how much lower the throughput, or higher the latency, than with \
-             nothing configured (negative: better). Webhook calls during the measured \
-             writes, per run: {:?}.\n",
+            "\ncost: how much lower the throughput, or higher the latency or CPU, than with \
+             nothing configured (negative: better). Server CPU: user + system time of the \
+             server process during the creates (during the updates) over their count. \
+             Webhook calls during the measured writes, per run: {:?}.\n",
             self.webhook_calls
         );
         let mut rows = Vec::new();
@@ -195,7 +229,9 @@ impl AdmissionReport {
         let _ = writeln!(out, "{}", table(&rows, "ops"));
         let _ = writeln!(
             out,
-            "| configuration | create requests/s, each run | update ops/s, each run |\n| --- | --- | --- |"
+            "| configuration | create requests/s, each run | update ops/s, each run | \
+             server CPU µs per create, each run | per update, each run |\n\
+             | --- | --- | --- | --- | --- |"
         );
         for &c in &configs {
             let each = |prefix: &str| {
@@ -206,12 +242,23 @@ impl AdmissionReport {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
+            let each_cpu = |pick: fn(&Cpu) -> f64| {
+                self.cpu_us
+                    .get(&c)
+                    .into_iter()
+                    .flatten()
+                    .map(|cpu| format!("{:.0}", pick(cpu)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
             let _ = writeln!(
                 out,
-                "| {} | {} | {} |",
+                "| {} | {} | {} | {} | {} |",
                 c.label(),
                 each("create"),
-                each("update")
+                each("update"),
+                each_cpu(|c| c.create),
+                each_cpu(|c| c.update),
             );
         }
         out
@@ -431,7 +478,7 @@ fn temp_dir(opts: &AdmissionOptions) -> Result<tempfile::TempDir> {
 }
 
 /// One configuration on a fresh server: its rows and the webhook's calls during them.
-async fn measure(opts: &AdmissionOptions, config: Config) -> Result<(Vec<Row>, Option<u64>)> {
+async fn measure(opts: &AdmissionOptions, config: Config) -> Result<(Vec<Row>, Option<u64>, Cpu)> {
     let dir = temp_dir(opts)?;
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data)?;
@@ -444,6 +491,8 @@ async fn measure(opts: &AdmissionOptions, config: Config) -> Result<(Vec<Row>, O
         // A client of its own, as another process would have.
         let client = admin.separate();
         let c = opts.concurrency;
+        let pid = server.pid().context("the server has exited")?;
+        let cpu_start = cpu_time(pid)?;
         let create = scenarios::create(
             &client,
             NAMESPACE,
@@ -454,9 +503,16 @@ async fn measure(opts: &AdmissionOptions, config: Config) -> Result<(Vec<Row>, O
         )
         .await;
         progress(&create);
+        let cpu_created = cpu_time(pid)?;
         let update =
             scenarios::update(&client, NAMESPACE, create.ops.max(1), c, opts.duration).await;
         progress(&update);
+        let cpu_updated = cpu_time(pid)?;
+        let per_op = |spent: Duration, ops: u64| spent.as_secs_f64() * 1e6 / ops.max(1) as f64;
+        let cpu = Cpu {
+            create: per_op(cpu_created.saturating_sub(cpu_start), create.ops),
+            update: per_op(cpu_updated.saturating_sub(cpu_created), update.ops),
+        };
         let calls = webhook
             .as_ref()
             .zip(before)
@@ -468,10 +524,10 @@ async fn measure(opts: &AdmissionOptions, config: Config) -> Result<(Vec<Row>, O
                 bail!("the webhook was called {calls} times for {writes} writes");
             }
         }
-        anyhow::Ok((vec![create, update], calls))
+        anyhow::Ok((vec![create, update], calls, cpu))
     }
     .await;
-    if !matches!(&result, Ok((r, _)) if r.iter().all(|r| r.error_count() == 0)) {
+    if !matches!(&result, Ok((r, _, _)) if r.iter().all(|r| r.error_count() == 0)) {
         eprintln!("server log tail:\n{}", server.log_tail());
     }
     server.stop().await;
@@ -509,10 +565,11 @@ pub async fn run(opts: &AdmissionOptions) -> Result<AdmissionReport> {
                 run + 1,
                 config.label()
             );
-            let (rows, calls) = measure(opts, config)
+            let (rows, calls, cpu) = measure(opts, config)
                 .await
                 .with_context(|| config.label())?;
             report.runs.entry(config).or_default().push(rows);
+            report.cpu_us.entry(config).or_default().push(cpu);
             report.webhook_calls.extend(calls);
         }
     }

@@ -237,6 +237,7 @@ async fn admission_mode_runs_every_configuration() {
     for want in [
         "| create, requests/s |",
         "| update p99 ms |",
+        "| server CPU per create, µs |",
         "one ValidatingAdmissionPolicy",
         "create ConfigMap (~1024 B), one validating webhook | 4 | 20 |",
     ] {
@@ -245,6 +246,14 @@ async fn admission_mode_runs_every_configuration() {
     // The webhook was asked once per create and per PUT at least.
     assert_eq!(report.webhook_calls.len(), 1, "{md}");
     assert!(report.webhook_calls[0] >= 20, "{md}");
+    // Every configuration's server spent some CPU on its creates and updates.
+    for (config, runs) in &report.cpu_us {
+        assert!(
+            runs.len() == 1 && runs.iter().all(|c| c.create > 0.0 && c.update > 0.0),
+            "{config:?}: {runs:?}\n{md}"
+        );
+    }
+    assert_eq!(report.cpu_us.len(), 3, "{md}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,11 +18,13 @@ use serde_json::Value;
 use crate::api::StatusCause;
 use crate::registry::schema::{join, type_name};
 
+pub use activation::Activation;
 use cost::{
     actual_bounds, cardinality, Estimator, RULE_COST_LIMIT, TOTAL_COST_LIMIT, UNBOUNDED_AT_COMPILE,
 };
 pub use cost::{PER_CALL_LIMIT, RUNTIME_BUDGET};
 
+mod activation;
 mod cost;
 pub(crate) mod format;
 pub(crate) mod library;
@@ -116,22 +118,18 @@ impl Expression {
 
     /// Evaluates with JSON values bound to the given names (`Value::Null` binds null).
     pub fn evaluate(&self, variables: &[(&str, &Value)]) -> Result<cel::Value, String> {
-        let values = variables
-            .iter()
-            .map(|(name, v)| Ok((*name, to_cel(v).map_err(|e| format!("{name}: {e}"))?)))
-            .collect::<Result<Vec<_>, String>>()?;
-        self.evaluate_values(&values)
+        let mut scope = Activation::new();
+        for (name, v) in variables {
+            scope.bind_json(name, v);
+        }
+        self.evaluate_in(&scope)
     }
 
-    /// Evaluates with CEL values bound to the given names (values converted once and
-    /// shared by several expressions).
-    pub fn evaluate_values(&self, variables: &[(&str, cel::Value)]) -> Result<cel::Value, String> {
-        let mut ctx = root().new_inner_scope();
-        for (name, v) in variables {
-            ctx.add_variable_from_value(*name, v.clone());
-        }
+    /// Evaluates with the variables of `scope` (bound once, shared by several
+    /// expressions).
+    pub fn evaluate_in(&self, scope: &Activation<'_, '_>) -> Result<cel::Value, String> {
         self.program
-            .execute(&ctx)
+            .execute(&scope.ctx)
             .map_err(|e| one_line(&e.to_string()))
     }
 }
