@@ -130,6 +130,9 @@ pub async fn serve(
         }
     });
     let stream = WatchStream {
+        streaming: req
+            .conn_data::<crate::server::write_batch::Streaming>()
+            .cloned(),
         meter,
         initial_end_bookmark: w.send_initial_events && w.allow_bookmarks,
         bookmarks: w.allow_bookmarks.then(|| BookmarkTimer::new(deadline)),
@@ -180,6 +183,9 @@ struct WatchStream {
     shutdown: std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>,
     /// An ERROR event was sent: the stream ends.
     ended: bool,
+    /// Told of each change handed over (HTTP/2: the connection's writes wait briefly
+    /// for its other watches' events, `server/write_batch.rs`).
+    streaming: Option<crate::server::write_batch::Streaming>,
 }
 
 impl WatchStream {
@@ -219,7 +225,12 @@ impl WatchStream {
                 let mark = bookmark(&self.encoder.res, rv, false);
                 Some(self.encoder.frame("BOOKMARK", &mark))
             }
-            event = self.watcher.next() => Some(self.event_frame(event?)),
+            event = self.watcher.next() => {
+                if let Some(s) = &self.streaming {
+                    s.mark();
+                }
+                Some(self.event_frame(event?))
+            }
         }
     }
 

@@ -108,7 +108,14 @@ pub struct Feed {
     /// Events sent so far.
     sent: u64,
     places: Vec<Weak<FeedPlace>>,
+    /// How many places (and waiting watchers) were left at the last sweep of gone ones.
+    swept: usize,
 }
+
+/// Gone watchers are swept from the lists once these have doubled since the last sweep
+/// (and hold at least this many), so subscribing costs the same with 10 or 10,000
+/// watchers open.
+const SWEEP_AT_LEAST: usize = 64;
 
 impl Feed {
     /// A feed buffering `capacity` events.
@@ -119,12 +126,18 @@ impl Feed {
             capacity: capacity as u64,
             sent: 0,
             places: Vec::new(),
+            swept: 0,
         }
     }
 
     /// A new watcher: its receiver and its place.
     pub fn subscribe(&mut self) -> (Live, Arc<FeedPlace>) {
-        self.places.retain(|p| p.strong_count() > 0);
+        let sweep_at = (self.swept * 2).max(SWEEP_AT_LEAST);
+        if self.places.len() >= sweep_at || self.waiting.len() >= sweep_at {
+            self.places.retain(|p| p.strong_count() > 0);
+            self.waiting.retain(|p| p.strong_count() > 0);
+            self.swept = self.places.len().max(self.waiting.len());
+        }
         let place = Arc::new(FeedPlace {
             start: self.sent,
             received: AtomicU64::new(0),
@@ -135,7 +148,6 @@ impl Feed {
         let rx = match &self.tx {
             Some(tx) => Some(tx.subscribe()),
             None => {
-                self.waiting.retain(|p| p.strong_count() > 0);
                 self.waiting.push(Arc::downgrade(&pending));
                 None
             }
@@ -190,6 +202,7 @@ impl Feed {
             }
             false
         });
+        self.swept = self.places.len();
     }
 }
 
@@ -252,6 +265,20 @@ mod tests {
             1,
             "the stalled one, once"
         );
+    }
+
+    #[test]
+    fn gone_watchers_are_swept_while_others_subscribe() {
+        let mut feed = Feed::new(4);
+        let kept: Vec<_> = (0..100).map(|_| feed.subscribe()).collect();
+        for _ in 0..10_000 {
+            drop(feed.subscribe());
+        }
+        assert!(feed.places.len() <= 2 * kept.len() + SWEEP_AT_LEAST);
+        assert!(feed.waiting.len() <= 2 * kept.len() + SWEEP_AT_LEAST);
+        assert!(feed.send(event(1)));
+        drop(kept);
+        assert!(!feed.send(event(2)), "every watcher gone");
     }
 
     #[test]

@@ -15,6 +15,9 @@
 //! answer written without a claim gives the bytes back to actix-web (which closes the
 //! connection after an upgrade request it did not switch). Only the first request: knowing where a later request starts would
 //! take parsing every body's framing, actix-web's job.
+//!
+//! An HTTP/2 connection's writes are coalesced ([`WriteBatch`]): one TLS write per busy
+//! stretch of the codec rather than one per frame part.
 
 use std::io;
 use std::pin::Pin;
@@ -25,6 +28,8 @@ use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 use actix_web::rt::net::TcpStream;
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf, ReadHalf, WriteHalf};
+
+use super::write_batch::{Streaming, WriteBatch};
 
 /// A TLS connection as actix-tls accepts it.
 pub type Tls = actix_tls::accept::rustls_0_23::TlsStream<TcpStream>;
@@ -40,6 +45,8 @@ pub struct ClientStream {
     io: Io,
     phase: Phase,
     slot: UpgradeSlot,
+    /// HTTP/2's writes, coalesced (`write_batch.rs`); HTTP/1 writes pass as they come.
+    batch: Option<WriteBatch>,
 }
 
 // Every connection is `Whole` (inline, as actix-web held it); few are ever split.
@@ -78,6 +85,7 @@ impl ClientStream {
                 Phase::Through
             },
             slot: UpgradeSlot::default(),
+            batch: (!http1).then(WriteBatch::default),
         }
     }
 
@@ -87,6 +95,11 @@ impl ClientStream {
             Io::Whole(tls) => Some(tls),
             _ => None,
         }
+    }
+
+    /// The mark an HTTP/2 connection's watches set as they hand events over.
+    pub fn streaming(&self) -> Option<Streaming> {
+        self.batch.as_ref().map(WriteBatch::streaming)
     }
 
     /// The slot a handler claims this connection's held read side from.
@@ -193,15 +206,14 @@ impl ClientStream {
             }
         }
     }
+}
 
-    fn with_writer<R>(
-        &mut self,
-        write: impl FnOnce(Pin<&mut (dyn AsyncWrite + Unpin)>) -> Poll<io::Result<R>>,
-    ) -> Poll<io::Result<R>> {
-        match &mut self.io {
-            Io::Whole(tls) => write(Pin::new(tls)),
-            Io::Split(half) => write(Pin::new(half)),
-            Io::Splitting => Poll::Ready(Err(io::Error::other("connection being split"))),
+impl Io {
+    fn writer(&mut self) -> io::Result<Pin<&mut (dyn AsyncWrite + Unpin)>> {
+        match self {
+            Io::Whole(tls) => Ok(Pin::new(tls)),
+            Io::Split(half) => Ok(Pin::new(half)),
+            Io::Splitting => Err(io::Error::other("connection being split")),
         }
     }
 }
@@ -236,15 +248,29 @@ impl AsyncWrite for ClientStream {
         if matches!(this.phase, Phase::Held) {
             this.answered();
         }
-        this.with_writer(|w| w.poll_write(cx, data))
+        let w = this.io.writer()?;
+        match &mut this.batch {
+            Some(batch) => batch.poll_write(w, cx, data),
+            None => w.poll_write(cx, data),
+        }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.get_mut().with_writer(|w| w.poll_flush(cx))
+        let this = self.get_mut();
+        let w = this.io.writer()?;
+        match &mut this.batch {
+            Some(batch) => batch.poll_flush(w, cx),
+            None => w.poll_flush(cx),
+        }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.get_mut().with_writer(|w| w.poll_shutdown(cx))
+        let this = self.get_mut();
+        let w = this.io.writer()?;
+        match &mut this.batch {
+            Some(batch) => batch.poll_shutdown(w, cx),
+            None => w.poll_shutdown(cx),
+        }
     }
 }
 

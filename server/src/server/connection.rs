@@ -2,7 +2,8 @@
 //! certificates, and for HTTP/1 a second handle on the socket that ends the connection
 //! from outside its request (a terminated watch whose response body is not being
 //! polled because the client stopped reading), and the slot a switching handler claims
-//! the connection's held read side from (`client_stream`).
+//! the connection's held read side from (`client_stream`); for HTTP/2 the mark its watches
+//! set as they hand events over (`write_batch`).
 
 use std::os::fd::AsFd;
 use std::sync::Arc;
@@ -20,6 +21,9 @@ pub fn on_connect(conn: &ClientStream, ext: &mut Extensions) {
     if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
         remember_socket(tls, ext);
         ext.insert(conn.upgrade_slot());
+    }
+    if let Some(streaming) = conn.streaming() {
+        ext.insert(streaming);
     }
 }
 

@@ -10,6 +10,7 @@ pub mod https;
 pub mod kubeconfig;
 pub mod lifecycle;
 pub mod tls;
+pub mod write_batch;
 
 use std::process::ExitCode;
 use std::sync::Arc;
