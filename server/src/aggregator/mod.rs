@@ -296,9 +296,12 @@ impl crate::controllers::Reload for Aggregator {
     /// that only happens through a misnamed object).
     async fn reload(&self, kinds: &[Arc<ApiResource>]) {
         let Some(kind) = kinds.first() else { return };
+        // As stored, decoded one at a time: this runs on every APIService change, and a
+        // decoded list of a thousand CRDs' APIServices was megabytes per change. Keys
+        // end in the name, so they sort as names do.
         let listed = match self
             .store
-            .list(kind, None, &crate::controllers::from_cache())
+            .list_stored(kind, None, &crate::controllers::from_cache())
             .await
         {
             Ok(page) => page.items,
@@ -309,13 +312,15 @@ impl crate::controllers::Reload for Aggregator {
         };
         let previous = self.registry();
         let mut next = Registry::default();
-        let mut objects: Vec<&Value> = listed.iter().collect();
-        objects.sort_by(|a, b| {
-            a["metadata"]["name"]
-                .as_str()
-                .cmp(&b["metadata"]["name"].as_str())
-        });
-        for obj in objects {
+        for kv in &listed {
+            let obj = match crate::registry::codec::decode(kind, kv) {
+                Ok(obj) => obj,
+                Err(e) => {
+                    tracing::warn!("aggregator: reading APIService {}: {e}", kv.key);
+                    continue;
+                }
+            };
+            let obj = &obj;
             let old = obj["metadata"]["name"]
                 .as_str()
                 .and_then(|n| previous.all.get(n));

@@ -12,6 +12,7 @@ use tokio::sync::Notify;
 use super::priorities::{self, AUTOMANAGED};
 use crate::api::options::DeleteOptions;
 use crate::catalog::{ApiResource, Catalog};
+use crate::registry::codec::decode;
 use crate::registry::Store;
 
 /// Creates the missing local APIServices now, then keeps them current in a task.
@@ -44,6 +45,10 @@ fn served(catalog: &Catalog) -> BTreeSet<(String, String)> {
         .collect()
 }
 
+/// Creates the APIServices of served group-versions that have none, then (not at
+/// start-up) deletes the local ones of group-versions no longer served. The existing
+/// APIServices are read as stored and decoded one at a time: this runs on every catalog
+/// change, and with a thousand CRDs a decoded list was megabytes on the heap per change.
 async fn sync(
     catalog: &Catalog,
     store: &Store,
@@ -52,13 +57,14 @@ async fn sync(
 ) -> Result<(), String> {
     let served = served(catalog);
     let existing = store
-        .list(kind, None, &crate::controllers::from_cache())
+        .list_stored(kind, None, &crate::controllers::from_cache())
         .await
         .map_err(|e| e.to_string())?
         .items;
+    let prefix = Store::prefix(kind, None);
     let names: BTreeSet<&str> = existing
         .iter()
-        .filter_map(|o| o["metadata"]["name"].as_str())
+        .filter_map(|kv| kv.key.strip_prefix(prefix.as_str()))
         .collect();
     for (group, version) in &served {
         if names.contains(priorities::name(group, version).as_str()) {
@@ -84,7 +90,19 @@ async fn sync(
     if at_start {
         return Ok(());
     }
-    for obj in &existing {
+    // Names are `<version>.<group>` (validated): a served group-version's is kept
+    // without decoding it.
+    let served_names: BTreeSet<String> = served
+        .iter()
+        .map(|(group, version)| priorities::name(group, version))
+        .collect();
+    let candidates = existing.iter().filter(|kv| {
+        kv.key
+            .strip_prefix(prefix.as_str())
+            .is_none_or(|name| !served_names.contains(name))
+    });
+    for kv in candidates {
+        let obj = decode(kind, kv).map_err(|e| e.to_string())?;
         let automanaged = obj["metadata"]["labels"][AUTOMANAGED].is_string();
         let local = obj["spec"]["service"].is_null();
         let gv = (

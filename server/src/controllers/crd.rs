@@ -21,10 +21,11 @@ use crate::api::options::{DeleteOptions, ListOptions, ReadAt};
 use crate::api::selectors::{FieldSelector, LabelSelector};
 use crate::apiextensions::{accepted_names, definitions, stored_versions, version_settings};
 use crate::catalog::{ApiResource, Catalog, RegisterError};
+use crate::registry::codec::{decode, served_one};
 use crate::registry::store::{Store, Target, WatchStart, WriteContext};
 use crate::registry::strategy::CRD_CLEANUP_FINALIZER;
 
-/// How often every definition is looked at again, whatever changed (a name freed by
+/// How often the definitions waiting for something are looked at again (a name freed by
 /// another definition, objects of a deleted definition whose own finalizers finished).
 const RESYNC: Duration = Duration::from_secs(1);
 
@@ -46,10 +47,13 @@ struct Installed {
 }
 
 /// Runs the controller until the process ends: a pass over every definition at start
-/// and every [`RESYNC`], and in between each changed definition on its own as the watch
-/// brings it (as an informer's event handler would), so a change costs the same whatever
-/// the number of definitions. `synced` is set after the first pass (readiness waits for
-/// it).
+/// (and again whenever its watch ends), then each changed definition on its own as the
+/// watch brings it (as an informer's event handler would), so a change costs the same
+/// whatever the number of definitions. Every [`RESYNC`] the definitions still waiting
+/// for something (a name taken, a deletion's objects, an unwritten status) are looked
+/// at again, one by one: re-reading every definition each second kept ~20 KB per
+/// definition of decoded JSON passing through the heap, which the allocator kept as
+/// resident memory. `synced` is set after the first pass (readiness waits for it).
 pub fn spawn(catalog: Arc<Catalog>, store: Store, synced: Arc<AtomicBool>) {
     crate::panics::spawn("CRD controller", async move {
         let mut served: BTreeMap<String, Installed> = BTreeMap::new();
@@ -75,8 +79,9 @@ pub fn spawn(catalog: Arc<Catalog>, store: Store, synced: Arc<AtomicBool>) {
     });
 }
 
-/// Reconciles each definition that changes after revision `seen`, until [`RESYNC`] is
-/// up or the watch ends.
+/// Reconciles each definition that changes after revision `seen`, and every [`RESYNC`]
+/// the pending ones ([`recheck`]), until the watch ends (then the caller starts over
+/// with a whole pass).
 async fn follow(
     catalog: &Catalog,
     store: &Store,
@@ -84,7 +89,6 @@ async fn follow(
     served: &mut BTreeMap<String, Installed>,
     seen: Option<u64>,
 ) {
-    let until = tokio::time::Instant::now() + RESYNC;
     let watch = match seen {
         Some(rev) => store
             .watch(
@@ -99,10 +103,22 @@ async fn follow(
         None => None,
     };
     let Some(mut w) = watch else {
-        tokio::time::sleep_until(until).await;
+        tokio::time::sleep(RESYNC).await;
         return;
     };
-    while let Ok(Some(Ok(event))) = tokio::time::timeout_at(until, w.next()).await {
+    let mut resync = tokio::time::interval_at(tokio::time::Instant::now() + RESYNC, RESYNC);
+    resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let event = tokio::select! {
+            event = w.next() => event,
+            _ = resync.tick() => {
+                recheck(catalog, store, &crds, served).await;
+                continue;
+            }
+        };
+        let Some(Ok(event)) = event else {
+            return;
+        };
         let Ok(e) = event.object_event(&crds) else {
             return;
         };
@@ -119,6 +135,38 @@ async fn follow(
     }
 }
 
+/// Looks again at the definitions that wait for something: not served (a name another
+/// definition holds may have been freed), being deleted (their objects' own finalizers
+/// may have finished), or whose status is not yet seen written. Each is read from the
+/// watch cache; the served ones cost nothing.
+async fn recheck(
+    catalog: &Catalog,
+    store: &Store,
+    crds: &ApiResource,
+    served: &mut BTreeMap<String, Installed>,
+) {
+    let pending: Vec<String> = served
+        .iter()
+        .filter(|(_, s)| s.entries.is_empty() || s.terminating || s.reconciled.is_empty())
+        .map(|(name, _)| name.clone())
+        .collect();
+    for name in pending {
+        let result = match store.get_at(crds, None, &name, ReadAt::Any).await {
+            Ok(crd) => reconcile(catalog, store, crds, served, &crd).await,
+            Err(e) if e.is_not_found() => {
+                if let Some(s) = served.remove(&name) {
+                    unregister(catalog, &s.entries);
+                }
+                Ok(())
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(why) = result {
+            tracing::warn!("customresourcedefinition controller: {why}");
+        }
+    }
+}
+
 /// Stops serving what a definition that is gone registered.
 fn forget(catalog: &Catalog, served: &mut BTreeMap<String, Installed>, crd: &Value) {
     let name = crd["metadata"]["name"].as_str().unwrap_or_default();
@@ -127,7 +175,8 @@ fn forget(catalog: &Catalog, served: &mut BTreeMap<String, Installed>, crd: &Val
     }
 }
 
-/// One pass over every definition; the revision of the definitions it saw.
+/// One pass over every definition; the revision of the definitions it saw. Each is
+/// decoded when its turn comes, so the pass holds one decoded definition at a time.
 async fn sync(
     catalog: &Catalog,
     store: &Store,
@@ -135,13 +184,14 @@ async fn sync(
     served: &mut BTreeMap<String, Installed>,
 ) -> Result<Option<u64>, String> {
     let list = store
-        .list(crds, None, &from_cache())
+        .list_stored(crds, None, &from_cache())
         .await
         .map_err(|e| e.to_string())?;
+    let prefix = Store::prefix(crds, None);
     let names: std::collections::BTreeSet<&str> = list
         .items
         .iter()
-        .filter_map(|c| c["metadata"]["name"].as_str())
+        .filter_map(|kv| kv.key.strip_prefix(prefix.as_str()))
         .collect();
     // Definitions that are gone stop being served.
     let gone: Vec<String> = served
@@ -154,8 +204,11 @@ async fn sync(
             unregister(catalog, &s.entries);
         }
     }
-    for crd in &list.items {
-        reconcile(catalog, store, crds, served, crd).await?;
+    for kv in &list.items {
+        let crd = served_one(crds, decode(crds, kv).map_err(|e| e.to_string())?)
+            .await
+            .map_err(|e| e.to_string())?;
+        reconcile(catalog, store, crds, served, &crd).await?;
     }
     Ok(list.resource_version.parse().ok())
 }
