@@ -8,7 +8,7 @@
 
 use apiserver::catalog::ApiResource;
 use apiserver::endpoints::negotiation::decode_body_as;
-use apiserver::registry::schema::{apply_defaults, prune, validate};
+use apiserver::registry::schema::{apply_defaults, prune};
 
 use crate::fixture;
 
@@ -59,7 +59,7 @@ fn check_object(res: &ApiResource, object: &str) {
     };
     prune(&mut obj, res.schema());
     apply_defaults(&mut obj, res.schema());
-    let _ = validate(&obj, res.schema());
+    let _ = res.validator().validate(&obj);
     let _ = res.rules.validate(&obj, None);
     let _ = res.rules.validate(&obj, Some(&obj));
 }
