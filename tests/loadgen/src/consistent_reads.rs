@@ -21,9 +21,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use etcd_launcher::Etcd;
 
 use crate::authz::load_average;
+use crate::bench_etcd::BenchEtcd;
 use crate::client::{Client, Protocol};
 use crate::metrics::{median, num, Row};
 use crate::scenarios;
@@ -222,29 +222,13 @@ async fn revision_requests(client: &Client) -> Result<f64> {
 
 /// Runs every configuration `runs` times against one etcd.
 pub async fn run(opts: &ConsistentReadOptions) -> Result<ConsistentReadReport> {
-    let root = opts.data_root.clone().unwrap_or_else(std::env::temp_dir);
-    std::fs::create_dir_all(&root)?;
-    let dir = tempfile::Builder::new()
-        .prefix("loadgen-consistent-reads-")
-        .tempdir_in(&root)
-        .with_context(|| format!("making a temporary directory in {}", root.display()))?;
-    let etcd = Etcd::builder()
-        .binary(&opts.etcd_bin)
-        .dir_in(dir.path())
-        .try_start()?;
-    let etcd_pid = etcd.pid().context("etcd's pid")?;
-    let etcd_version = std::process::Command::new(&opts.etcd_bin)
-        .arg("--version")
-        .output()
-        .ok()
-        .and_then(|o| {
-            let text = String::from_utf8_lossy(&o.stdout).into_owned();
-            text.lines()
-                .find_map(|l| l.strip_prefix("etcd Version: ").map(str::to_string))
-        })
-        .unwrap_or_else(|| "(unknown version)".into());
+    let etcd = BenchEtcd::start(
+        &opts.etcd_bin,
+        opts.data_root.as_ref(),
+        "loadgen-consistent-reads-",
+    )?;
     let mut report = ConsistentReadReport {
-        etcd_version,
+        etcd_version: etcd.version.clone(),
         concurrency: opts.concurrency,
         load: (load_average(), None),
         ..Default::default()
@@ -252,12 +236,7 @@ pub async fn run(opts: &ConsistentReadOptions) -> Result<ConsistentReadReport> {
     for run in 0..opts.runs.max(1) {
         for config in Config::ALL {
             eprintln!("run {}/{}: {}", run + 1, opts.runs.max(1), config.label());
-            let data = tempfile::Builder::new()
-                .prefix("server-")
-                .tempdir_in(dir.path())?;
-            let mut args = opts.server_args.clone();
-            args.push(format!("--etcd-servers={}", etcd.endpoint()));
-            args.push("--etcd-prefix=/bench-{unique}".into());
+            let (data, mut args) = etcd.server_setup(&opts.server_args)?;
             args.extend(
                 config
                     .flags()
@@ -266,7 +245,7 @@ pub async fn run(opts: &ConsistentReadOptions) -> Result<ConsistentReadReport> {
                     .map(|f| f.to_string()),
             );
             let server = ServerProcess::start(&opts.server_bin, data.path(), &args).await?;
-            let measured = measure(opts, &server, etcd_pid).await;
+            let measured = measure(opts, &server, etcd.pid).await;
             server.stop().await;
             let measured = measured?;
             eprintln!(

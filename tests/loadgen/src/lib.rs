@@ -23,6 +23,7 @@
 pub mod admission;
 pub mod audit;
 pub mod authz;
+pub mod bench_etcd;
 pub mod client;
 pub mod consistent_reads;
 pub mod crds;

@@ -346,3 +346,53 @@ async fn startup_mode_times_each_start_and_reads_its_memory() {
     assert!(md.contains("| start to /readyz 200 |"), "{md}");
     assert!(md.contains("| CPU time to /readyz 200 |"), "{md}");
 }
+
+/// `loadgen consistent-reads` and `loadgen etcd-ops`: every configuration on one etcd
+/// (started as the black-box tests start theirs), tiny sizes, no failed request, and
+/// every configuration measured.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_modes_run_every_configuration_on_one_etcd() {
+    use apiserver_loadgen::{consistent_reads, etcd_ops};
+    let opts = consistent_reads::ConsistentReadOptions {
+        server_bin: apiserver_tests::server_binary().to_path_buf(),
+        etcd_bin: apiserver_tests::etcd_binary(),
+        server_args: Vec::new(),
+        data_root: None,
+        protocol: Protocol::Http2,
+        request_timeout: Duration::from_secs(60),
+        runs: 1,
+        count: 10,
+        concurrency: 4,
+        duration: Duration::from_millis(200),
+        object_size: 512,
+    };
+    let report = consistent_reads::run(&opts)
+        .await
+        .expect("loadgen consistent-reads");
+    let md = report.markdown();
+    assert_eq!(report.error_count(), 0, "failures in:\n{md}");
+    assert_eq!(
+        report.runs.len(),
+        consistent_reads::Config::ALL.len(),
+        "{md}"
+    );
+
+    let opts = etcd_ops::EtcdOpsOptions {
+        server_bin: opts.server_bin,
+        etcd_bin: opts.etcd_bin,
+        server_args: Vec::new(),
+        data_root: None,
+        protocol: Protocol::Http2,
+        request_timeout: Duration::from_secs(60),
+        runs: 1,
+        count: 10,
+        concurrency: 4,
+        duration: Duration::from_millis(200),
+        object_size: 512,
+    };
+    let report = etcd_ops::run(&opts).await.expect("loadgen etcd-ops");
+    let md = report.markdown();
+    assert_eq!(report.error_count(), 0, "failures in:\n{md}");
+    // create, GET and update in each configuration.
+    assert_eq!(report.runs.len(), etcd_ops::Config::ALL.len() * 3, "{md}");
+}

@@ -1,0 +1,66 @@
+//! The etcd that the scenarios comparing server configurations on one etcd share
+//! (`consistent-reads`, `etcd-ops`): started in a temporary directory, each run's server
+//! then under a key prefix and a data directory of its own.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use etcd_launcher::Etcd;
+use tempfile::TempDir;
+
+/// A running etcd and the temporary directory holding it and the servers' data.
+pub struct BenchEtcd {
+    // Declared before `dir`, so etcd stops before its directory goes.
+    etcd: Etcd,
+    dir: TempDir,
+    /// etcd's process id (its CPU time is read from `/proc`).
+    pub pid: u32,
+    /// What `etcd --version` names, or "(unknown version)".
+    pub version: String,
+}
+
+impl BenchEtcd {
+    /// Starts `etcd_bin` in a temporary directory `<prefix>*` under `data_root` (default:
+    /// the system temp directory).
+    pub fn start(etcd_bin: &Path, data_root: Option<&PathBuf>, prefix: &str) -> Result<Self> {
+        let root = data_root.cloned().unwrap_or_else(std::env::temp_dir);
+        std::fs::create_dir_all(&root)?;
+        let dir = tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir_in(&root)
+            .with_context(|| format!("making a temporary directory in {}", root.display()))?;
+        let etcd = Etcd::builder()
+            .binary(etcd_bin)
+            .dir_in(dir.path())
+            .try_start()?;
+        let pid = etcd.pid().context("etcd's pid")?;
+        let version = std::process::Command::new(etcd_bin)
+            .arg("--version")
+            .output()
+            .ok()
+            .and_then(|o| {
+                let text = String::from_utf8_lossy(&o.stdout).into_owned();
+                text.lines()
+                    .find_map(|l| l.strip_prefix("etcd Version: ").map(str::to_string))
+            })
+            .unwrap_or_else(|| "(unknown version)".into());
+        Ok(BenchEtcd {
+            etcd,
+            dir,
+            pid,
+            version,
+        })
+    }
+
+    /// A fresh data directory for one server, and `server_args` with the flags that put
+    /// that server on this etcd under a key prefix of its own.
+    pub fn server_setup(&self, server_args: &[String]) -> Result<(TempDir, Vec<String>)> {
+        let data = tempfile::Builder::new()
+            .prefix("server-")
+            .tempdir_in(self.dir.path())?;
+        let mut args = server_args.to_vec();
+        args.push(format!("--etcd-servers={}", self.etcd.endpoint()));
+        args.push("--etcd-prefix=/bench-{unique}".into());
+        Ok((data, args))
+    }
+}
