@@ -3,10 +3,40 @@
 //! then under a key prefix and a data directory of its own.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use etcd_launcher::Etcd;
 use tempfile::TempDir;
+
+use crate::client::Protocol;
+
+/// Everything `loadgen consistent-reads` and `loadgen etcd-ops` need.
+#[derive(Clone, Debug)]
+pub struct EtcdBenchOptions {
+    /// The server binary (built with the `etcd` feature).
+    pub server_bin: PathBuf,
+    /// The etcd binary to start.
+    pub etcd_bin: PathBuf,
+    /// Extra flags for the server.
+    pub server_args: Vec<String>,
+    /// Where temporary directories go (default: the system temp directory).
+    pub data_root: Option<PathBuf>,
+    /// HTTP/2 (one connection) or an HTTP/1.1 pool.
+    pub protocol: Protocol,
+    /// Timeout of one request.
+    pub request_timeout: Duration,
+    /// How many times to run every configuration; the table shows medians.
+    pub runs: usize,
+    /// ConfigMaps created (the working set of the GETs and updates).
+    pub count: u64,
+    /// Requests in flight.
+    pub concurrency: usize,
+    /// How long each measured phase (GETs, updates) runs.
+    pub duration: Duration,
+    /// Approximate size of each ConfigMap's JSON, bytes.
+    pub object_size: usize,
+}
 
 /// A running etcd and the temporary directory holding it and the servers' data.
 pub struct BenchEtcd {
@@ -20,10 +50,11 @@ pub struct BenchEtcd {
 }
 
 impl BenchEtcd {
-    /// Starts `etcd_bin` in a temporary directory `<prefix>*` under `data_root` (default:
-    /// the system temp directory).
-    pub fn start(etcd_bin: &Path, data_root: Option<&PathBuf>, prefix: &str) -> Result<Self> {
-        let root = data_root.cloned().unwrap_or_else(std::env::temp_dir);
+    /// Starts `opts.etcd_bin` in a temporary directory `<prefix>*` under `opts.data_root`
+    /// (default: the system temp directory).
+    pub fn start(opts: &EtcdBenchOptions, prefix: &str) -> Result<Self> {
+        let etcd_bin: &Path = &opts.etcd_bin;
+        let root = opts.data_root.clone().unwrap_or_else(std::env::temp_dir);
         std::fs::create_dir_all(&root)?;
         let dir = tempfile::Builder::new()
             .prefix(prefix)

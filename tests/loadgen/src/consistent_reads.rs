@@ -17,14 +17,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
 use crate::authz::load_average;
-use crate::bench_etcd::BenchEtcd;
-use crate::client::{Client, Protocol};
+use crate::bench_etcd::{BenchEtcd, EtcdBenchOptions};
+use crate::client::Client;
 use crate::metrics::{median, num, Row};
 use crate::scenarios;
 use crate::server::ServerProcess;
@@ -66,33 +65,6 @@ impl Config {
             Config::CacheCoalesced => ["--etcd-watch-progress=ordered", ""],
         }
     }
-}
-
-/// Everything `loadgen consistent-reads` needs.
-#[derive(Clone, Debug)]
-pub struct ConsistentReadOptions {
-    /// The server binary (built with the `etcd` feature).
-    pub server_bin: PathBuf,
-    /// The etcd binary to start.
-    pub etcd_bin: PathBuf,
-    /// Extra flags for the server.
-    pub server_args: Vec<String>,
-    /// Where temporary directories go (default: the system temp directory).
-    pub data_root: Option<PathBuf>,
-    /// HTTP/2 (one connection) or an HTTP/1.1 pool.
-    pub protocol: Protocol,
-    /// Timeout of one request.
-    pub request_timeout: Duration,
-    /// How many times to run every configuration; the table shows medians.
-    pub runs: usize,
-    /// ConfigMaps created (the GETs' working set).
-    pub count: u64,
-    /// GETs in flight.
-    pub concurrency: usize,
-    /// How long the GETs run.
-    pub duration: Duration,
-    /// Approximate size of each ConfigMap's JSON, bytes.
-    pub object_size: usize,
 }
 
 /// One configuration's figures in one run.
@@ -221,12 +193,8 @@ async fn revision_requests(client: &Client) -> Result<f64> {
 }
 
 /// Runs every configuration `runs` times against one etcd.
-pub async fn run(opts: &ConsistentReadOptions) -> Result<ConsistentReadReport> {
-    let etcd = BenchEtcd::start(
-        &opts.etcd_bin,
-        opts.data_root.as_ref(),
-        "loadgen-consistent-reads-",
-    )?;
+pub async fn run(opts: &EtcdBenchOptions) -> Result<ConsistentReadReport> {
+    let etcd = BenchEtcd::start(opts, "loadgen-consistent-reads-")?;
     let mut report = ConsistentReadReport {
         etcd_version: etcd.version.clone(),
         concurrency: opts.concurrency,
@@ -261,7 +229,7 @@ pub async fn run(opts: &ConsistentReadOptions) -> Result<ConsistentReadReport> {
 
 /// Creates the working set, then GETs it while counting revision requests and CPU.
 async fn measure(
-    opts: &ConsistentReadOptions,
+    opts: &EtcdBenchOptions,
     server: &ServerProcess,
     etcd_pid: u32,
 ) -> Result<Measured> {

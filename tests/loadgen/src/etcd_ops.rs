@@ -15,14 +15,13 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::future::Future;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
 use crate::authz::load_average;
-use crate::bench_etcd::BenchEtcd;
-use crate::client::{Client, Protocol};
+use crate::bench_etcd::{BenchEtcd, EtcdBenchOptions};
+use crate::client::Client;
 use crate::consistent_reads::cpu_time;
 use crate::metrics::{median, num, Row};
 use crate::scenarios;
@@ -78,33 +77,6 @@ impl Op {
             Op::Update => "update (GET + PUT)",
         }
     }
-}
-
-/// Everything `loadgen etcd-ops` needs.
-#[derive(Clone, Debug)]
-pub struct EtcdOpsOptions {
-    /// The server binary (built with the `etcd` feature).
-    pub server_bin: PathBuf,
-    /// The etcd binary to start.
-    pub etcd_bin: PathBuf,
-    /// Extra flags for the server.
-    pub server_args: Vec<String>,
-    /// Where temporary directories go (default: the system temp directory).
-    pub data_root: Option<PathBuf>,
-    /// HTTP/2 (one connection) or an HTTP/1.1 pool.
-    pub protocol: Protocol,
-    /// Timeout of one request.
-    pub request_timeout: Duration,
-    /// How many times to run every configuration; the table shows medians.
-    pub runs: usize,
-    /// ConfigMaps created (the working set of GET and update).
-    pub count: u64,
-    /// Requests in flight.
-    pub concurrency: usize,
-    /// How long GET and update run.
-    pub duration: Duration,
-    /// Approximate size of each ConfigMap's JSON, bytes.
-    pub object_size: usize,
 }
 
 /// One operation's figures in one run.
@@ -195,8 +167,8 @@ impl EtcdOpsReport {
 }
 
 /// Runs every configuration `runs` times against one etcd.
-pub async fn run(opts: &EtcdOpsOptions) -> Result<EtcdOpsReport> {
-    let etcd = BenchEtcd::start(&opts.etcd_bin, opts.data_root.as_ref(), "loadgen-etcd-ops-")?;
+pub async fn run(opts: &EtcdBenchOptions) -> Result<EtcdOpsReport> {
+    let etcd = BenchEtcd::start(opts, "loadgen-etcd-ops-")?;
     let mut report = EtcdOpsReport {
         etcd_version: etcd.version.clone(),
         concurrency: opts.concurrency,
@@ -230,7 +202,7 @@ pub async fn run(opts: &EtcdOpsOptions) -> Result<EtcdOpsReport> {
 
 /// Creates the working set, then GETs and updates it, measuring each phase.
 async fn measure(
-    opts: &EtcdOpsOptions,
+    opts: &EtcdBenchOptions,
     server: &ServerProcess,
     etcd_pid: u32,
 ) -> Result<Vec<(Op, Measured)>> {

@@ -14,10 +14,11 @@ use std::time::Duration;
 use apiserver_loadgen::admission::{self, AdmissionOptions};
 use apiserver_loadgen::audit::{self, AuditOptions};
 use apiserver_loadgen::authz::{self, AuthzOptions};
+use apiserver_loadgen::bench_etcd::EtcdBenchOptions;
 use apiserver_loadgen::client::Protocol;
-use apiserver_loadgen::consistent_reads::{self, ConsistentReadOptions};
+use apiserver_loadgen::consistent_reads;
 use apiserver_loadgen::crds::{self, CrdOptions, CrdSelection};
-use apiserver_loadgen::etcd_ops::{self, EtcdOpsOptions};
+use apiserver_loadgen::etcd_ops;
 use apiserver_loadgen::metrics::{median_rows, table};
 use apiserver_loadgen::raw::{self, RawOptions};
 use apiserver_loadgen::scenarios::Settings;
@@ -573,8 +574,8 @@ fn main() -> ExitCode {
         Some(Command::Authz(args)) => run_authz(args),
         Some(Command::Admission(args)) => run_admission(args),
         Some(Command::Audit(args)) => run_audit(args),
-        Some(Command::ConsistentReads(args)) => run_consistent_reads(args),
-        Some(Command::EtcdOps(args)) => run_etcd_ops(args),
+        Some(Command::ConsistentReads(args)) => run_on_one_etcd(args, false),
+        Some(Command::EtcdOps(args)) => run_on_one_etcd(args, true),
         Some(Command::Soak(args)) => run_soak(args),
         Some(Command::Startup(args)) => run_startup(args),
         None => run_suite(cli.suite),
@@ -856,8 +857,10 @@ fn run_audit(a: AuditArgs) -> anyhow::Result<ExitCode> {
     finish(&report.markdown(), report.error_count(), a.output)
 }
 
-fn run_consistent_reads(a: ConsistentReadArgs) -> anyhow::Result<ExitCode> {
-    let opts = ConsistentReadOptions {
+/// `consistent-reads` and `etcd-ops` (which takes the same flags: `--count` ConfigMaps
+/// created, then GETs and updates for `--duration` seconds each).
+fn run_on_one_etcd(a: ConsistentReadArgs, ops: bool) -> anyhow::Result<ExitCode> {
+    let opts = EtcdBenchOptions {
         server_bin: a.server_bin,
         etcd_bin: a.etcd_bin,
         server_args: a.server_args,
@@ -879,37 +882,14 @@ fn run_consistent_reads(a: ConsistentReadArgs) -> anyhow::Result<ExitCode> {
     if let Some(t) = a.threads {
         rt.worker_threads(t.max(1));
     }
-    let report = rt.build()?.block_on(consistent_reads::run(&opts))?;
-    finish(&report.markdown(), report.error_count(), a.output)
-}
-
-/// `etcd-ops` takes `consistent-reads`' flags (`--count` ConfigMaps created, then GETs and
-/// updates for `--duration` seconds each).
-fn run_etcd_ops(a: ConsistentReadArgs) -> anyhow::Result<ExitCode> {
-    let opts = EtcdOpsOptions {
-        server_bin: a.server_bin,
-        etcd_bin: a.etcd_bin,
-        server_args: a.server_args,
-        data_root: a.data_root,
-        protocol: if a.http1 {
-            Protocol::Http1
-        } else {
-            Protocol::Http2
-        },
-        request_timeout: Duration::from_secs_f64(a.timeout),
-        runs: a.runs,
-        count: a.count,
-        concurrency: a.concurrency,
-        duration: Duration::from_secs_f64(a.duration),
-        object_size: a.object_size,
-    };
-    let mut rt = tokio::runtime::Builder::new_multi_thread();
-    rt.enable_all();
-    if let Some(t) = a.threads {
-        rt.worker_threads(t.max(1));
+    let rt = rt.build()?;
+    if ops {
+        let report = rt.block_on(etcd_ops::run(&opts))?;
+        finish(&report.markdown(), report.error_count(), a.output)
+    } else {
+        let report = rt.block_on(consistent_reads::run(&opts))?;
+        finish(&report.markdown(), report.error_count(), a.output)
     }
-    let report = rt.build()?.block_on(etcd_ops::run(&opts))?;
-    finish(&report.markdown(), report.error_count(), a.output)
 }
 
 fn run_soak(a: SoakArgs) -> anyhow::Result<ExitCode> {

@@ -352,8 +352,8 @@ async fn startup_mode_times_each_start_and_reads_its_memory() {
 /// every configuration measured.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_modes_run_every_configuration_on_one_etcd() {
-    use apiserver_loadgen::{consistent_reads, etcd_ops};
-    let opts = consistent_reads::ConsistentReadOptions {
+    use apiserver_loadgen::{bench_etcd::EtcdBenchOptions, consistent_reads, etcd_ops};
+    let opts = EtcdBenchOptions {
         server_bin: apiserver_tests::server_binary().to_path_buf(),
         etcd_bin: apiserver_tests::etcd_binary(),
         server_args: Vec::new(),
@@ -377,19 +377,6 @@ async fn etcd_modes_run_every_configuration_on_one_etcd() {
         "{md}"
     );
 
-    let opts = etcd_ops::EtcdOpsOptions {
-        server_bin: opts.server_bin,
-        etcd_bin: opts.etcd_bin,
-        server_args: Vec::new(),
-        data_root: None,
-        protocol: Protocol::Http2,
-        request_timeout: Duration::from_secs(60),
-        runs: 1,
-        count: 10,
-        concurrency: 4,
-        duration: Duration::from_millis(200),
-        object_size: 512,
-    };
     let report = etcd_ops::run(&opts).await.expect("loadgen etcd-ops");
     let md = report.markdown();
     assert_eq!(report.error_count(), 0, "failures in:\n{md}");
