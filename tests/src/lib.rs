@@ -704,6 +704,23 @@ impl TestServer {
             .expect("resetting the server's peak RSS (/proc/<pid>/clear_refs)");
     }
 
+    /// Asserts that the server's peak resident memory since [`TestServer::reset_memory_peak`]
+    /// stayed within `mib` MiB of `before` (what it held then), naming `what` it was sent.
+    ///
+    /// # Panics
+    ///
+    /// When the peak went over, or as [`TestServer::memory_kib`].
+    #[track_caller]
+    pub fn assert_peak_within(&self, before: Memory, mib: u64, what: &str) {
+        let after = self.memory_kib();
+        assert!(
+            after.peak < before.rss + mib * 1024,
+            "{what}: the server's peak memory grew from {} KiB to {} KiB (bound: +{mib} MiB)",
+            before.rss,
+            after.peak
+        );
+    }
+
     /// Whether the server process is still running.
     pub fn is_running(&mut self) -> bool {
         match &mut self.child {

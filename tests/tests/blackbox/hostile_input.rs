@@ -1,8 +1,8 @@
 //! Hostile input (issue 19, item 2): requests built to exhaust the server — patches that
 //! multiply an object, YAML aliases that expand exponentially, compressed bodies that
-//! inflate, extreme query values, forged continue tokens. Each must be answered with a
-//! 4xx `Status` (code and reason checked) while the server stays up, and the ones built to
-//! take memory must leave the server's peak resident memory (VmHWM) bounded.
+//! inflate, JSON nested to the body limit, extreme query values, forged continue tokens.
+//! Each must be answered with a 4xx `Status` (code and reason checked) while the server
+//! stays up with its peak resident memory (VmHWM) bounded.
 //! Malformed input of the ordinary kind is in `bad_input.rs`.
 
 use std::io::Write;
@@ -14,7 +14,6 @@ use serde_json::{json, Value};
 
 const JSON_PATCH: Option<&str> = Some("application/json-patch+json");
 const YAML: Option<&str> = Some("application/yaml");
-const MIB: u64 = 1024;
 
 /// Asserts `resp` is a failure `Status` with `code` and `reason`; returns its message.
 #[track_caller]
@@ -67,13 +66,7 @@ async fn patches_cannot_multiply_an_object() {
     let resp = raw_request(&c, "PATCH", &path, JSON_PATCH, json!(doubling).to_string()).await;
     let message = expect_status(&resp, 422, "Invalid");
     assert!(message.contains("accumulated size"), "{message}");
-    let after = s.memory_kib();
-    assert!(
-        after.peak < before.rss + 32 * MIB,
-        "the server's peak memory grew from {} KiB to {} KiB",
-        before.rss,
-        after.peak
-    );
+    s.assert_peak_within(before, 32, "30 doubling JSON-patch copies");
     assert_alive(&mut s, &c).await;
 
     // More than 10,000 operations: 413, kube-apiserver's words.
@@ -185,13 +178,7 @@ async fn yaml_aliases_are_not_expanded_without_bound() {
         let message = expect_status(&resp, 400, "BadRequest");
         assert!(message.contains("error decoding YAML"), "{message}");
     }
-    let after = s.memory_kib();
-    assert!(
-        after.peak < before.rss + 48 * MIB,
-        "the server's peak memory grew from {} KiB to {} KiB",
-        before.rss,
-        after.peak
-    );
+    s.assert_peak_within(before, 48, "YAML aliases");
     // Anchors within reason still work.
     let doc = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: anchored\n  labels: &l {app: a}\n  annotations: *l\n";
     let resp = raw_request(&c, "POST", CONFIGMAPS, YAML, doc).await;
@@ -255,13 +242,7 @@ async fn compressed_bodies_inflate_only_to_the_body_limit() {
     let before = s.memory_kib();
     let resp = post_gzip(&c, compressed).await;
     expect_status(&resp, 413, "RequestEntityTooLarge");
-    let after = s.memory_kib();
-    assert!(
-        after.peak < before.rss + 16 * MIB,
-        "the server's peak memory grew from {} KiB to {} KiB",
-        before.rss,
-        after.peak
-    );
+    s.assert_peak_within(before, 16, "a gzip bomb");
     assert_alive(&mut s, &c).await;
 }
 
@@ -291,8 +272,28 @@ async fn compressed_bodies_are_bounded_when_the_audit_log_reads_them_too() {
     let mut bomb = br#"{"metadata":{"name":"bomb"},"data":{"a":""#.to_vec();
     bomb.resize(32 * 1024 * 1024, b'a');
     bomb.extend_from_slice(br#""}}"#);
-    let resp = post_gzip(&c, gzip(&bomb)).await;
+    let compressed = gzip(&bomb);
+    s.reset_memory_peak();
+    let before = s.memory_kib();
+    let resp = post_gzip(&c, compressed).await;
     expect_status(&resp, 413, "RequestEntityTooLarge");
+    s.assert_peak_within(before, 16, "a gzip bomb read by the audit log");
+    assert_alive(&mut s, &c).await;
+}
+
+/// JSON nested as deep as the body limit allows (1.5 million arrays, 3 MB) is refused
+/// before it is built: 400, and the server's peak memory bounded.
+#[tokio::test(flavor = "multi_thread")]
+async fn deeply_nested_json_is_refused_with_bounded_memory() {
+    let mut s = TestServer::start();
+    let c = s.client().await;
+    let depth = 1_500_000;
+    let deep = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    s.reset_memory_peak();
+    let before = s.memory_kib();
+    let resp = raw_request(&c, "POST", CONFIGMAPS, JSON, deep).await;
+    expect_status(&resp, 400, "BadRequest");
+    s.assert_peak_within(before, 16, "JSON nested 1.5 million deep");
     assert_alive(&mut s, &c).await;
 }
 
@@ -305,6 +306,8 @@ async fn extreme_query_values_are_client_errors() {
     create_configmap(&c, "rv2", json!({})).await;
     let path = format!("{CONFIGMAPS}/rv");
     let u64_max = u64::MAX.to_string();
+    s.reset_memory_peak();
+    let before = s.memory_kib();
 
     // limit is an int64: beyond it 400, negative means no limit (as upstream).
     let resp = raw_request(
@@ -457,6 +460,11 @@ async fn extreme_query_values_are_client_errors() {
     let body = json!({"metadata": {"name": "labelled", "labels": {"a": "v".repeat(64)}}});
     let resp = raw_request(&c, "POST", CONFIGMAPS, JSON, body.to_string()).await;
     expect_status(&resp, 422, "Invalid");
+    s.assert_peak_within(
+        before,
+        16,
+        "extreme limits, resourceVersions, labels and selectors",
+    );
     assert_alive(&mut s, &c).await;
 }
 
@@ -483,6 +491,8 @@ async fn forged_continue_tokens_never_serve_another_revision() {
         .expect("base64");
     let decoded: Value = serde_json::from_slice(&raw).expect("JSON token");
     let rv = decoded["rv"].as_u64().expect("rv");
+    s.reset_memory_peak();
+    let before = s.memory_kib();
     let forged = |change: &dyn Fn(&mut Value)| {
         let mut t = decoded.clone();
         change(&mut t);
@@ -541,6 +551,7 @@ async fn forged_continue_tokens_never_serve_another_revision() {
         assert!(item_rv <= rv, "{item}");
         assert_eq!(item["data"].get("changed"), None, "{item}");
     }
+    s.assert_peak_within(before, 16, "forged continue tokens");
     assert_alive(&mut s, &c).await;
 }
 
