@@ -11,7 +11,7 @@
 #                soaks on a loaded machine)
 #   --only/skip  sections (below); e.g. --only soak for the 30-minute soak alone
 #   --note TEXT  added to every header (say whether the machine was shared)
-# Sections: suite-h2 suite-h1 resources-large etcd etcd-raw storage consistent-reads etcd-ops
+# Sections: suite-h2 suite-h1 resources-large etcd etcd-raw storage consistent-reads backend-ops
 #           crds authz admission audit soak soak-etcd
 # Needs etcd and protoc (Debian: etcd-server, protobuf-compiler), as `bash tests/run.sh`.
 # Criterion's hot-path figures are a separate build and command:
@@ -20,7 +20,7 @@ set -euo pipefail
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 cd "$(dirname "$0")/../.."
 
-ALL="suite-h2 suite-h1 resources-large etcd etcd-raw storage consistent-reads etcd-ops crds authz admission audit soak soak-etcd"
+ALL="suite-h2 suite-h1 resources-large etcd etcd-raw storage consistent-reads backend-ops crds authz admission audit soak soak-etcd"
 QUICK=0 ONLY="" SKIP="" NOTE=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -132,8 +132,8 @@ fi
 section storage "Storage layer, both backends" -- "$LG" storage --runs "$RUNS"
 section consistent-reads "Consistent reads on etcd" -- \
   "$LG" consistent-reads --server-bin "$BIN" --runs "$RUNS"
-section etcd-ops "Creates, GETs and updates on etcd" -- \
-  "$LG" etcd-ops --server-bin "$BIN" --runs "$RUNS" --count 3000 --duration 10
+section backend-ops "Issue 20's figures, one table per backend" -- \
+  "$LG" backend-ops --server-bin "$BIN" --runs "$RUNS" --count 10000 --duration 10
 section crds "CustomResourceDefinitions" -- "$LG" crds --server-bin "$BIN" --runs "$RUNS"
 section authz "Authorization cost" -- "$LG" authz --server-bin "$BIN" --runs "$((RUNS + 2))"
 section admission "Admission cost" -- "$LG" admission --server-bin "$BIN" --runs "$RUNS"

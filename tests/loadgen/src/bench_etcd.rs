@@ -1,5 +1,5 @@
 //! The etcd that the scenarios comparing server configurations on one etcd share
-//! (`consistent-reads`, `etcd-ops`): started in a temporary directory, each run's server
+//! (`consistent-reads`, `backend-ops`): started in a temporary directory, each run's server
 //! then under a key prefix and a data directory of its own.
 
 use std::path::{Path, PathBuf};
@@ -11,7 +11,7 @@ use tempfile::TempDir;
 
 use crate::client::Protocol;
 
-/// Everything `loadgen consistent-reads` and `loadgen etcd-ops` need.
+/// Everything `loadgen consistent-reads` and `loadgen backend-ops` need.
 #[derive(Clone, Debug)]
 pub struct EtcdBenchOptions {
     /// The server binary (built with the `etcd` feature).
@@ -83,12 +83,18 @@ impl BenchEtcd {
         })
     }
 
+    /// A fresh data directory for one server (its embedded store, or its certificates on
+    /// etcd), beside etcd's.
+    pub fn server_data(&self) -> Result<TempDir> {
+        Ok(tempfile::Builder::new()
+            .prefix("server-")
+            .tempdir_in(self.dir.path())?)
+    }
+
     /// A fresh data directory for one server, and `server_args` with the flags that put
     /// that server on this etcd under a key prefix of its own.
     pub fn server_setup(&self, server_args: &[String]) -> Result<(TempDir, Vec<String>)> {
-        let data = tempfile::Builder::new()
-            .prefix("server-")
-            .tempdir_in(self.dir.path())?;
+        let data = self.server_data()?;
         let mut args = server_args.to_vec();
         args.push(format!("--etcd-servers={}", self.etcd.endpoint()));
         args.push("--etcd-prefix=/bench-{unique}".into());

@@ -9,7 +9,8 @@
 //! under RBAC next to AlwaysAllow); `admission` what a validating webhook and a
 //! ValidatingAdmissionPolicy cost writes; `audit` what the audit log costs writes;
 //! `consistent_reads` what consistent GETs cost on etcd, in etcd round trips and CPU;
-//! `etcd_ops` what a create, a GET and an update cost on etcd, in round trips and CPU;
+//! `backend_ops` issue 20's figures per backend: creates, GETs, LISTs and updates on the
+//! embedded store and on etcd, their CPU, etcd round trips and memory per object;
 //! `soak` a long run of mixed traffic and 1,000 watchers, checked for memory growth and
 //! for watchers that miss or repeat an event; `startup` start-to-ready and idle memory on
 //! an empty data directory.
@@ -23,11 +24,11 @@
 pub mod admission;
 pub mod audit;
 pub mod authz;
+pub mod backend_ops;
 pub mod bench_etcd;
 pub mod client;
 pub mod consistent_reads;
 pub mod crds;
-pub mod etcd_ops;
 pub mod kubeconfig;
 pub mod metrics;
 pub mod raw;

@@ -14,11 +14,11 @@ use std::time::Duration;
 use apiserver_loadgen::admission::{self, AdmissionOptions};
 use apiserver_loadgen::audit::{self, AuditOptions};
 use apiserver_loadgen::authz::{self, AuthzOptions};
+use apiserver_loadgen::backend_ops;
 use apiserver_loadgen::bench_etcd::EtcdBenchOptions;
 use apiserver_loadgen::client::Protocol;
 use apiserver_loadgen::consistent_reads;
 use apiserver_loadgen::crds::{self, CrdOptions, CrdSelection};
-use apiserver_loadgen::etcd_ops;
 use apiserver_loadgen::metrics::{median_rows, table};
 use apiserver_loadgen::raw::{self, RawOptions};
 use apiserver_loadgen::scenarios::Settings;
@@ -71,10 +71,13 @@ enum Command {
     /// served by the watch cache after a revision request each, and after coalesced
     /// revision requests.
     ConsistentReads(ConsistentReadArgs),
-    /// Creates, consistent GETs and updates (GET + PUT) on an etcd it starts: ops/s,
-    /// latency, etcd requests and server and etcd CPU per operation, with consistent
-    /// reads going to etcd and served by the watch cache.
-    EtcdOps(ConsistentReadArgs),
+    /// Issue 20's figures per backend from one binary: creates, consistent GETs, LISTs
+    /// and updates (GET + PUT) on the embedded store and on an etcd it starts (consistent
+    /// reads going to etcd and served by the watch cache): ops/s, latency, etcd requests,
+    /// server and etcd CPU per operation, the cores each phase kept busy, and RSS per
+    /// stored object.
+    #[command(alias = "etcd-ops")]
+    BackendOps(ConsistentReadArgs),
     /// A soak run: minutes of mixed creates, updates, merge and strategic patches,
     /// deletes and lists with 1,000 watchers open, sampled every minute (RSS, open fds,
     /// CPU, p50/p99 per verb, watch events); fails if RSS or fds keep growing or a watcher
@@ -575,7 +578,7 @@ fn main() -> ExitCode {
         Some(Command::Admission(args)) => run_admission(args),
         Some(Command::Audit(args)) => run_audit(args),
         Some(Command::ConsistentReads(args)) => run_on_one_etcd(args, false),
-        Some(Command::EtcdOps(args)) => run_on_one_etcd(args, true),
+        Some(Command::BackendOps(args)) => run_on_one_etcd(args, true),
         Some(Command::Soak(args)) => run_soak(args),
         Some(Command::Startup(args)) => run_startup(args),
         None => run_suite(cli.suite),
@@ -857,8 +860,8 @@ fn run_audit(a: AuditArgs) -> anyhow::Result<ExitCode> {
     finish(&report.markdown(), report.error_count(), a.output)
 }
 
-/// `consistent-reads` and `etcd-ops` (which takes the same flags: `--count` ConfigMaps
-/// created, then GETs and updates for `--duration` seconds each).
+/// `consistent-reads` and `backend-ops` (which takes the same flags: `--count` ConfigMaps
+/// created, then GETs, LISTs and updates for `--duration` seconds each).
 fn run_on_one_etcd(a: ConsistentReadArgs, ops: bool) -> anyhow::Result<ExitCode> {
     let opts = EtcdBenchOptions {
         server_bin: a.server_bin,
@@ -884,7 +887,7 @@ fn run_on_one_etcd(a: ConsistentReadArgs, ops: bool) -> anyhow::Result<ExitCode>
     }
     let rt = rt.build()?;
     if ops {
-        let report = rt.block_on(etcd_ops::run(&opts))?;
+        let report = rt.block_on(backend_ops::run(&opts))?;
         finish(&report.markdown(), report.error_count(), a.output)
     } else {
         let report = rt.block_on(consistent_reads::run(&opts))?;

@@ -347,12 +347,12 @@ async fn startup_mode_times_each_start_and_reads_its_memory() {
     assert!(md.contains("| CPU time to /readyz 200 |"), "{md}");
 }
 
-/// `loadgen consistent-reads` and `loadgen etcd-ops`: every configuration on one etcd
+/// `loadgen consistent-reads` and `loadgen backend-ops`: every configuration on one etcd
 /// (started as the black-box tests start theirs), tiny sizes, no failed request, and
 /// every configuration measured.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_modes_run_every_configuration_on_one_etcd() {
-    use apiserver_loadgen::{bench_etcd::EtcdBenchOptions, consistent_reads, etcd_ops};
+    use apiserver_loadgen::{backend_ops, bench_etcd::EtcdBenchOptions, consistent_reads};
     let opts = EtcdBenchOptions {
         server_bin: apiserver_tests::server_binary().to_path_buf(),
         etcd_bin: apiserver_tests::etcd_binary(),
@@ -377,9 +377,18 @@ async fn etcd_modes_run_every_configuration_on_one_etcd() {
         "{md}"
     );
 
-    let report = etcd_ops::run(&opts).await.expect("loadgen etcd-ops");
+    let report = backend_ops::run(&opts).await.expect("loadgen backend-ops");
     let md = report.markdown();
     assert_eq!(report.error_count(), 0, "failures in:\n{md}");
-    // create, GET and update in each configuration.
-    assert_eq!(report.runs.len(), etcd_ops::Config::ALL.len() * 3, "{md}");
+    // create, GET, LIST and update in each configuration, and a table per backend.
+    assert_eq!(
+        report.runs.len(),
+        backend_ops::Config::ALL.len() * 4,
+        "{md}"
+    );
+    assert!(md.contains("#### Embedded store"), "{md}");
+    assert!(
+        md.contains("| RSS per stored object (server + store) |"),
+        "{md}"
+    );
 }
