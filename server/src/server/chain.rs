@@ -31,6 +31,19 @@ pub async fn aggregator(
         _ => None,
     };
     let Some((state, service)) = remote else {
+        // A resource request goes straight to link 2: the router's non-resource
+        // patterns (discovery, OpenAPI, health) cannot match it, and trying each of them
+        // cost ~5% of a GET's CPU.
+        if is_resource_request(&req) {
+            if let Some(state) = req.app_data::<web::Data<ApiState>>().cloned() {
+                let (http, payload) = req.into_parts();
+                let response = match serve_resources(&http, payload, state).await {
+                    Ok(r) => r,
+                    Err(e) => actix_web::ResponseError::error_response(&e),
+                };
+                return Ok(ServiceResponse::new(http, response));
+            }
+        }
         return next
             .call(req)
             .await
@@ -103,18 +116,38 @@ fn claimed_group_version(path: &str) -> Option<(&str, &str)> {
     }
 }
 
-/// Link 2's resource half: every resource path a catalog entry serves, through the
-/// generic handlers; the rest goes on to link 3.
+/// Whether the request info the filter attached names a resource.
+fn is_resource_request(req: &ServiceRequest) -> bool {
+    req.extensions()
+        .get::<Rc<RequestInfo>>()
+        .is_some_and(|info| info.is_resource_request)
+}
+
+/// Link 2's resource half, as the router's default service (requests that
+/// [`aggregator`] did not send here directly: non-resource paths no route claims).
 pub async fn resources(
     req: HttpRequest,
     payload: web::Payload,
     state: web::Data<ApiState>,
 ) -> Result<HttpResponse, ApiError> {
+    serve_resources(&req, payload, state).await
+}
+
+/// Link 2's resource half: every resource path a catalog entry serves, through the
+/// generic handlers; the rest goes on to link 3.
+async fn serve_resources<S>(
+    req: &HttpRequest,
+    payload: S,
+    state: web::Data<ApiState>,
+) -> Result<HttpResponse, ApiError>
+where
+    S: futures_util::Stream<Item = Result<bytes::Bytes, actix_web::error::PayloadError>>,
+{
     let body = crate::endpoints::body::read(req.headers(), payload).await?;
-    let info = request_info(&req);
+    let info = request_info(req);
     match RequestScope::resolve(info, req.method().as_str(), &state.catalog)? {
-        Some(scope) => handlers::serve(req, body, state, scope).await,
-        None => apiextensions(&req),
+        Some(scope) => handlers::serve(req.clone(), body, state, scope).await,
+        None => apiextensions(req),
     }
 }
 
