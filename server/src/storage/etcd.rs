@@ -76,7 +76,7 @@ impl FetchRevision for RevisionProbe {
     fn fetch(&self) -> RevisionFuture {
         let (clients, key) = (self.clients.clone(), self.key.clone());
         Box::pin(async move {
-            let mut kv = clients.for_this_thread().await.kv_client();
+            let mut kv = clients.kv_for_this_thread().await;
             crate::metrics::metrics().etcd_revision_request();
             let options = GetOptions::new().with_count_only();
             let resp = timed("a read", REQUEST_TIMEOUT, 0, kv.get(key, Some(options))).await?;
@@ -268,7 +268,9 @@ impl EtcdStorage {
         let client = Client::connect(&config.servers, Some(options.clone()))
             .await
             .map_err(|e| internal(format!("etcd client: {e}")))?;
-        let clients = EtcdClients::new(client, config.servers.clone(), options);
+        let clients = EtcdClients::new(client, config.servers.clone(), options, |kv| {
+            kv.max_decoding_message_size(MAX_MESSAGE)
+        });
         let ordered_progress: u8 = match config.watch_progress {
             WatchProgress::FromVersion => 0,
             WatchProgress::Ordered => 1,
@@ -365,13 +367,9 @@ impl EtcdStorage {
         })
     }
 
-    /// A KV client for a call from this thread ([`EtcdClients::for_this_thread`]).
+    /// A KV client for a call from this thread ([`EtcdClients::kv_for_this_thread`]).
     async fn kv(&self) -> etcd_client::KvClient {
-        self.clients
-            .for_this_thread()
-            .await
-            .kv_client()
-            .max_decoding_message_size(MAX_MESSAGE)
+        self.clients.kv_for_this_thread().await
     }
 
     /// A watch stream of `key` (a prefix) from revision `start`, with previous values.

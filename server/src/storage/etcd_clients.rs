@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::ThreadId;
 
-use etcd_client::{Client, ConnectOptions};
+use etcd_client::{Client, ConnectOptions, KvClient};
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::oneshot;
 
@@ -27,18 +27,24 @@ use tokio::sync::oneshot;
 pub struct EtcdClients {
     /// The client made at start-up, on the thread `home`.
     shared: Client,
+    /// Its KV client, as calls use it.
+    shared_kv: KvClient,
     home: ThreadId,
     servers: Vec<String>,
     options: ConnectOptions,
     /// Every per-thread client made, for [`Self::close`].
     made: Mutex<Vec<Client>>,
     closed: AtomicBool,
+    /// Readies a client's KV client for calls.
+    ready_kv: fn(KvClient) -> KvClient,
 }
 
 /// A client made on this thread for one [`EtcdClients`].
 struct ThreadClient {
     owner: Weak<EtcdClients>,
-    client: Client,
+    /// Only the KV client is kept: cloning a whole `Client` per call (eight gRPC
+    /// clients and the options) showed in profiles.
+    kv: KvClient,
     /// Closed once the runtime that runs the client's tasks is gone (its tasks dropped).
     runtime: oneshot::Receiver<()>,
 }
@@ -58,9 +64,17 @@ thread_local! {
 }
 
 impl EtcdClients {
-    /// Wraps the client made at start-up on the current thread, with what it was made from.
-    pub fn new(shared: Client, servers: Vec<String>, options: ConnectOptions) -> Arc<Self> {
+    /// Wraps the client made at start-up on the current thread, with what it was made
+    /// from; `kv` readies a client's KV client for calls (e.g. its message size limit).
+    pub fn new(
+        shared: Client,
+        servers: Vec<String>,
+        options: ConnectOptions,
+        kv: fn(KvClient) -> KvClient,
+    ) -> Arc<Self> {
         Arc::new(EtcdClients {
+            shared_kv: kv(shared.kv_client()),
+            ready_kv: kv,
             shared,
             home: std::thread::current().id(),
             servers,
@@ -75,21 +89,21 @@ impl EtcdClients {
         &self.shared
     }
 
-    /// The client for a KV call from this thread: its own when the thread runs a
+    /// The KV client for a call from this thread: its own when the thread runs a
     /// single-threaded runtime other than the start-up thread's (an actix worker),
-    /// else the start-up client.
-    pub async fn for_this_thread(self: &Arc<Self>) -> Client {
+    /// else the start-up client's.
+    pub async fn kv_for_this_thread(self: &Arc<Self>) -> KvClient {
         if self.closed.load(Ordering::Acquire) || std::thread::current().id() == self.home {
-            return self.shared.clone();
+            return self.shared_kv.clone();
         }
         let Ok(runtime) = Handle::try_current() else {
-            return self.shared.clone();
+            return self.shared_kv.clone();
         };
         if runtime.runtime_flavor() != RuntimeFlavor::CurrentThread {
-            return self.shared.clone();
+            return self.shared_kv.clone();
         }
-        if let Some(client) = self.made_here() {
-            return client;
+        if let Some(kv) = self.made_here() {
+            return kv;
         }
         match Client::connect(&self.servers, Some(self.options.clone())).await {
             Ok(client) => {
@@ -97,35 +111,36 @@ impl EtcdClients {
                 // tells later calls on this thread that this client's tasks are gone.
                 let (alive, runtime) = oneshot::channel::<()>();
                 runtime_guard(&self.servers, alive);
+                let kv = (self.ready_kv)(client.kv_client());
                 self.made
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .push(client.clone());
+                    .push(client);
                 THREAD_CLIENTS.with(|clients| {
                     clients.borrow_mut().push(ThreadClient {
                         owner: Arc::downgrade(self),
-                        client: client.clone(),
+                        kv: kv.clone(),
                         runtime,
                     })
                 });
-                client
+                kv
             }
             Err(e) => {
                 tracing::warn!(error = %e, "an etcd client for this thread; using the shared one");
-                self.shared.clone()
+                self.shared_kv.clone()
             }
         }
     }
 
     /// This thread's client for `self`, dropping entries whose storage or runtime is gone.
-    fn made_here(self: &Arc<Self>) -> Option<Client> {
+    fn made_here(self: &Arc<Self>) -> Option<KvClient> {
         THREAD_CLIENTS.with(|clients| {
             let mut clients = clients.borrow_mut();
             clients.retain_mut(ThreadClient::usable);
             clients
                 .iter()
                 .find(|c| std::ptr::eq(c.owner.as_ptr(), Arc::as_ptr(self)))
-                .map(|c| c.client.clone())
+                .map(|c| c.kv.clone())
         })
     }
 
