@@ -7,8 +7,9 @@
 //! woken back with the answer: two cross-thread wake-ups (an eventfd write, an epoll
 //! round, often a futex) per etcd round trip. A call on a worker therefore goes through
 //! a client made lazily on that worker, whose buffer task and connections run on the
-//! worker's own thread. The start-up client keeps watches, compaction, leases, health
-//! from the main thread, and calls from any multi-threaded runtime (tests, tools).
+//! worker's own thread. The start-up client keeps watches (and every call made on the
+//! main thread, e.g. the compactor's) and calls from any multi-threaded
+//! runtime (tests, tools).
 //!
 //! The per-thread clients are registered here so [`EtcdClients::close`] takes their
 //! endpoints out too, and after it every call falls back to the closed start-up client
