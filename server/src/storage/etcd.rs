@@ -28,6 +28,7 @@ use etcd_client::{
 use tokio::sync::mpsc;
 
 use super::coalescer::{FetchRevision, RevisionCoalescer, RevisionFuture};
+use super::etcd_clients::EtcdClients;
 use super::{
     EtcdConfig, EventReceiver, KeyValue, ListPage, RevisionRequests, Storage, StorageError,
     StoredEvent, WatchItem, WatchProgress, WatchSender, HEALTH_TIMEOUT,
@@ -52,9 +53,8 @@ const WATCHER_BUFFER: usize = 1024;
 /// etcd-backed [`Storage`].
 #[derive(Clone)]
 pub struct EtcdStorage {
-    client: Client,
-    /// The endpoints the client balances over, taken out of it at [`Storage::close`].
-    servers: Vec<String>,
+    /// The start-up client and the per-thread clients of KV calls.
+    clients: Arc<EtcdClients>,
     /// What replaces `/registry` in every key, without a trailing slash (`""` = the root).
     root: Arc<str>,
     /// Whether etcd sends requested progress notifications in order with watch events
@@ -68,14 +68,15 @@ pub struct EtcdStorage {
 /// One request for etcd's current revision: a count-only read of a key, for its header.
 #[derive(Clone)]
 struct RevisionProbe {
-    client: Client,
+    clients: Arc<EtcdClients>,
     key: Vec<u8>,
 }
 
 impl FetchRevision for RevisionProbe {
     fn fetch(&self) -> RevisionFuture {
-        let (mut kv, key) = (self.client.kv_client(), self.key.clone());
+        let (clients, key) = (self.clients.clone(), self.key.clone());
         Box::pin(async move {
+            let mut kv = clients.kv_for_this_thread().await;
             crate::metrics::metrics().etcd_revision_request();
             let options = GetOptions::new().with_count_only();
             let resp = timed("a read", REQUEST_TIMEOUT, 0, kv.get(key, Some(options))).await?;
@@ -214,7 +215,7 @@ impl EtcdStorage {
             "a list",
             REQUEST_TIMEOUT,
             revision.unwrap_or(0),
-            self.kv().get(start, Some(options)),
+            self.kv().await.get(start, Some(options)),
         )
         .await?;
         let revision = match revision {
@@ -264,9 +265,12 @@ impl EtcdStorage {
             }
             options = options.with_tls(tls);
         }
-        let client = Client::connect(&config.servers, Some(options))
+        let client = Client::connect(&config.servers, Some(options.clone()))
             .await
             .map_err(|e| internal(format!("etcd client: {e}")))?;
+        let clients = EtcdClients::new(client, config.servers.clone(), options, |kv| {
+            kv.max_decoding_message_size(MAX_MESSAGE)
+        });
         let ordered_progress: u8 = match config.watch_progress {
             WatchProgress::FromVersion => 0,
             WatchProgress::Ordered => 1,
@@ -274,12 +278,11 @@ impl EtcdStorage {
         };
         let root: Arc<str> = normalize_prefix(&config.prefix).into();
         let probe = RevisionProbe {
-            client: client.clone(),
+            clients: clients.clone(),
             key: format!("{root}/").into_bytes(),
         };
         Ok(EtcdStorage {
-            client,
-            servers: config.servers.clone(),
+            clients,
             root,
             ordered_progress: Arc::new(ordered_progress.into()),
             revisions: match config.revision_requests {
@@ -295,6 +298,11 @@ impl EtcdStorage {
         self.revisions.as_ref().map_or(0, |r| r.requests())
     }
 
+    /// How many etcd clients worker threads made for their KV calls (for tests).
+    pub fn thread_clients(&self) -> usize {
+        self.clients.thread_clients()
+    }
+
     /// Whether progress notifications can be trusted, asking etcd its version once.
     async fn learn_progress_order(&self) -> bool {
         use std::sync::atomic::Ordering;
@@ -303,7 +311,7 @@ impl EtcdStorage {
             2 => return false,
             _ => {}
         }
-        let mut maintenance = self.client.maintenance_client();
+        let mut maintenance = self.clients.shared().maintenance_client();
         let Ok(status) = timed("a status", REQUEST_TIMEOUT, 0, maintenance.status()).await else {
             return false;
         };
@@ -359,10 +367,9 @@ impl EtcdStorage {
         })
     }
 
-    fn kv(&self) -> etcd_client::KvClient {
-        self.client
-            .kv_client()
-            .max_decoding_message_size(MAX_MESSAGE)
+    /// A KV client for a call from this thread ([`EtcdClients::kv_for_this_thread`]).
+    async fn kv(&self) -> etcd_client::KvClient {
+        self.clients.kv_for_this_thread().await
     }
 
     /// A watch stream of `key` (a prefix) from revision `start`, with previous values.
@@ -372,7 +379,8 @@ impl EtcdStorage {
             .with_prev_key()
             .with_start_revision(rev_i64(start));
         let mut client = self
-            .client
+            .clients
+            .shared()
             .watch_client()
             .max_decoding_message_size(MAX_MESSAGE);
         timed(
@@ -394,7 +402,7 @@ impl EtcdStorage {
             "a read",
             REQUEST_TIMEOUT,
             0,
-            self.kv().get(key.to_vec(), Some(options)),
+            self.kv().await.get(key.to_vec(), Some(options)),
         )
         .await
         {
@@ -576,7 +584,7 @@ impl EtcdStorage {
 impl Storage for EtcdStorage {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
         let k = self.etcd_key(key)?;
-        let mut resp = timed("a read", REQUEST_TIMEOUT, 0, self.kv().get(k, None)).await?;
+        let mut resp = timed("a read", REQUEST_TIMEOUT, 0, self.kv().await.get(k, None)).await?;
         resp.take_kvs()
             .into_iter()
             .next()
@@ -609,7 +617,7 @@ impl Storage for EtcdStorage {
         let txn = Txn::new()
             .when([Compare::create_revision(k.clone(), CompareOp::Equal, 0)])
             .and_then([TxnOp::put(k, value.to_vec(), None)]);
-        let resp = timed("a create", REQUEST_TIMEOUT, 0, self.kv().txn(txn)).await?;
+        let resp = timed("a create", REQUEST_TIMEOUT, 0, self.kv().await.txn(txn)).await?;
         if !resp.succeeded() {
             return Err(StorageError::AlreadyExists(key.to_string()));
         }
@@ -625,7 +633,7 @@ impl Storage for EtcdStorage {
             ])
             .and_then([TxnOp::put(k.clone(), value.to_vec(), None)])
             .or_else([TxnOp::get(k, None)]);
-        let resp = timed("an update", REQUEST_TIMEOUT, 0, self.kv().txn(txn)).await?;
+        let resp = timed("an update", REQUEST_TIMEOUT, 0, self.kv().await.txn(txn)).await?;
         if resp.succeeded() {
             return header_revision(resp.header());
         }
@@ -644,7 +652,7 @@ impl Storage for EtcdStorage {
                 "a delete",
                 REQUEST_TIMEOUT,
                 0,
-                self.kv().delete(k, Some(delete)),
+                self.kv().await.delete(k, Some(delete)),
             )
             .await?;
             let revision = header_revision(resp.header())?;
@@ -661,7 +669,7 @@ impl Storage for EtcdStorage {
             ])
             .and_then([TxnOp::delete(k.clone(), Some(delete))])
             .or_else([TxnOp::get(k, None)]);
-        let resp = timed("a delete", REQUEST_TIMEOUT, 0, self.kv().txn(txn)).await?;
+        let resp = timed("a delete", REQUEST_TIMEOUT, 0, self.kv().await.txn(txn)).await?;
         if !resp.succeeded() {
             return Err(refusal(key, expected, &resp));
         }
@@ -682,7 +690,7 @@ impl Storage for EtcdStorage {
             Some(coalescer) => coalescer.current().await,
             None => {
                 let probe = RevisionProbe {
-                    client: self.client.clone(),
+                    clients: self.clients.clone(),
                     key: self.probe_key(),
                 };
                 probe.fetch().await
@@ -729,7 +737,7 @@ impl Storage for EtcdStorage {
     }
 
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {
-        let mut kv = self.kv();
+        let mut kv = self.kv().await;
         let call = kv.compact(rev_i64(revision), None);
         match timed("a compaction", REQUEST_TIMEOUT, revision, call).await {
             // Compacting at or below an earlier compaction changes nothing.
@@ -738,16 +746,13 @@ impl Storage for EtcdStorage {
         }
     }
 
-    /// Takes every endpoint out of the client's balanced channel: its connections to
-    /// etcd close now (etcd cancels this server's watches at once) rather than with the
-    /// process; later calls fail.
+    /// Takes every endpoint out of every client's balanced channel (the start-up
+    /// client's and each worker thread's): their connections to etcd close now (etcd
+    /// cancels this server's watches at once) rather than with the process; later calls
+    /// fail.
     async fn close(&self) {
-        for server in &self.servers {
-            if let Err(e) = self.client.remove_endpoint(server).await {
-                tracing::debug!(server, error = %e, "closing the etcd client");
-            }
-        }
-        tracing::info!("closed the etcd client");
+        self.clients.close().await;
+        tracing::info!("closed the etcd clients");
     }
 
     async fn health(&self) -> Result<(), StorageError> {
@@ -757,7 +762,7 @@ impl Storage for EtcdStorage {
             "a health check",
             HEALTH_TIMEOUT,
             0,
-            self.kv().get(probe, Some(options)),
+            self.kv().await.get(probe, Some(options)),
         )
         .await
         .map(|_| ())
@@ -850,6 +855,63 @@ mod tests {
             "{requests} etcd requests for {} reads",
             READERS * READS
         );
+    }
+
+    /// KV calls from a single-threaded runtime on another thread (as on an actix worker)
+    /// go through a client of that thread made with the same TLS options; a later runtime
+    /// on the thread gets a fresh one (the first one's tasks died with its runtime); after
+    /// close, calls fail.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn worker_threads_use_their_own_clients_until_close() {
+        let server = crate::storage::conformance::EtcdServer::start_tls().await;
+        let s = Arc::new(server.client("/registry").await);
+        let worker = {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                let mut revisions = Vec::new();
+                for round in 0..2 {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .unwrap();
+                    let key = format!("/registry/workers/{round}");
+                    revisions.push(runtime.block_on(async {
+                        let created = s.create(&key, Bytes::from_static(b"v")).await.unwrap();
+                        let read = s.get(&key).await.unwrap().expect("the key just created");
+                        assert_eq!(read.mod_revision, created);
+                        assert_eq!(s.thread_clients(), round + 1);
+                        created
+                    }));
+                }
+                revisions
+            })
+        };
+        let revisions = tokio::task::spawn_blocking(move || worker.join().unwrap())
+            .await
+            .unwrap();
+        // Both writes are visible through the start-up client too.
+        let page = s.list("/registry/workers/", None, 0).await.unwrap();
+        assert_eq!(
+            page.items
+                .iter()
+                .map(|kv| kv.mod_revision)
+                .collect::<Vec<_>>(),
+            revisions
+        );
+        s.close().await;
+        let s2 = s.clone();
+        let after_close = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(s2.health())
+        });
+        let after_close = tokio::task::spawn_blocking(move || after_close.join().unwrap())
+            .await
+            .unwrap();
+        assert!(after_close.is_err(), "a call after close answered");
+        assert_eq!(s.thread_clients(), 0, "close forgets the thread clients");
     }
 
     #[test]

@@ -14,6 +14,8 @@ pub mod embedded;
 pub mod encryption;
 #[cfg(feature = "etcd")]
 pub mod etcd;
+#[cfg(feature = "etcd")]
+mod etcd_clients;
 pub mod events;
 mod metered;
 
