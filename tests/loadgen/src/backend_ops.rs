@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
@@ -122,15 +122,17 @@ pub struct Cores {
     pub etcd: f64,
     /// This load generator.
     pub loadgen: f64,
+    /// Every other process on the machine (`/proc/stat`'s busy time minus the three).
+    pub others: f64,
 }
 
 impl Cores {
     fn total(&self) -> f64 {
-        self.server + self.etcd + self.loadgen
+        self.server + self.etcd + self.loadgen + self.others
     }
 
-    /// What bounds a phase, as measured: CPU when the three processes kept (nearly) every
-    /// core busy, or one core when a single process kept one busy (a request at a time);
+    /// What bounds a phase, as measured: CPU when the processes (ours and the machine's
+    /// others) kept (nearly) every core busy, or one core when a single process kept one busy (a request at a time);
     /// otherwise waiting (fsync, etcd's round trips, the requests in flight).
     fn bound(&self, cores: f64) -> String {
         let mut split = format!("server {:.2}", self.server);
@@ -138,6 +140,9 @@ impl Cores {
             let _ = write!(split, ", etcd {:.2}", self.etcd);
         }
         let _ = write!(split, ", loadgen {:.2}", self.loadgen);
+        if self.others >= 0.05 {
+            let _ = write!(split, ", other processes {:.2}", self.others);
+        }
         let busiest = self.server.max(self.etcd).max(self.loadgen);
         let verdict = if self.total() >= 0.85 * cores {
             "CPU"
@@ -232,8 +237,11 @@ impl BackendOpsReport {
         self.backend_table(&mut out, &[Config::EtcdUnordered, Config::EtcdOrdered]);
         let _ = writeln!(
             out,
-            "What bounds it: the CPU the server, etcd and the load generator used over the \
-             phase (median run), against the machine's {:.0} cores.\n",
+            "What bounds it: the CPU the server, etcd, the load generator and every other \
+             process used over the phase (median run), against the machine's {:.0} cores: \
+             `CPU` when they kept ~every core busy, `one core` when one process kept one \
+             busy (one HTTP/2 connection is served by one worker thread; LISTs run one at a \
+             time), `not CPU` otherwise.\n",
             self.cores
         );
         let _ = writeln!(out, "#### Every operation\n");
@@ -507,13 +515,16 @@ where
 {
     let me = Some(std::process::id());
     let requests_before = etcd_requests(client).await?;
+    let machine_before = machine_busy()?;
     let before = (cpu_time(pids.server)?, cpu_of(pids.etcd)?, cpu_of(me)?);
+    let started = Instant::now();
     let row = phase().await;
+    let wall = started.elapsed().as_secs_f64().max(1e-9);
     let after = (cpu_time(pids.server)?, cpu_of(pids.etcd)?, cpu_of(me)?);
+    let machine = machine_busy()?.saturating_sub(machine_before);
     let requests_after = etcd_requests(client).await?;
     let ops = row.ops.max(1) as f64;
     let per_op = |d: Duration| d.as_secs_f64() * 1e6 / ops;
-    let wall = row.seconds.max(1e-9);
     let cores = |d: Duration| d.as_secs_f64() / wall;
     let used = (
         after.0.saturating_sub(before.0),
@@ -528,9 +539,31 @@ where
             server: cores(used.0),
             etcd: cores(used.1),
             loadgen: cores(used.2),
+            others: cores(machine.saturating_sub(used.0 + used.1 + used.2)),
         },
         row,
     })
+}
+
+/// CPU time every process on the machine has used (`/proc/stat`'s first line: user,
+/// nice, system, irq, softirq and steal, in clock ticks of 10 ms).
+fn machine_busy() -> Result<Duration> {
+    let stat = std::fs::read_to_string("/proc/stat").context("reading /proc/stat")?;
+    let line = stat.lines().next().context("an empty /proc/stat")?;
+    Ok(Duration::from_millis(busy_ticks(line)? * 10))
+}
+
+/// The busy ticks of `/proc/stat`'s `cpu` line (idle and iowait left out).
+fn busy_ticks(line: &str) -> Result<u64> {
+    let fields: Vec<u64> = line
+        .strip_prefix("cpu ")
+        .context("/proc/stat does not start with the cpu line")?
+        .split_whitespace()
+        .map(|f| f.parse().context("a tick count in /proc/stat"))
+        .collect::<Result<_>>()?;
+    // user nice system idle iowait irq softirq steal ...
+    let at = |i: usize| fields.get(i).copied().unwrap_or(0);
+    Ok(at(0) + at(1) + at(2) + at(5) + at(6) + at(7))
 }
 
 /// etcd requests the server made so far for ConfigMaps, plus its revision requests (0 on
@@ -571,11 +604,19 @@ mod tests {
     }
 
     #[test]
+    fn busy_ticks_leave_idle_and_iowait_out() {
+        let line = "cpu  100 2 30 5000 70 4 6 1 0 0";
+        assert_eq!(busy_ticks(line).unwrap(), 100 + 2 + 30 + 4 + 6 + 1);
+        assert!(busy_ticks("intr 1 2").is_err());
+    }
+
+    #[test]
     fn a_phase_is_cpu_bound_when_the_cores_were_busy() {
         let busy = Cores {
             server: 1.2,
             etcd: 0.3,
             loadgen: 0.3,
+            others: 0.0,
         };
         assert_eq!(
             busy.bound(2.0),
@@ -585,6 +626,7 @@ mod tests {
             server: 0.9,
             etcd: 0.0,
             loadgen: 0.1,
+            others: 0.0,
         };
         assert_eq!(
             serial.bound(2.0),
@@ -594,10 +636,20 @@ mod tests {
             server: 0.4,
             etcd: 0.0,
             loadgen: 0.2,
+            others: 0.0,
         };
         assert_eq!(
             waiting.bound(2.0),
             "not CPU: 0.60 of 2 cores (server 0.40, loadgen 0.20)"
+        );
+        // The same phase on a machine other processes kept busy: CPU, and they show.
+        let crowded = Cores {
+            others: 1.2,
+            ..waiting
+        };
+        assert_eq!(
+            crowded.bound(2.0),
+            "CPU: 1.80 of 2 cores (server 0.40, loadgen 0.20, other processes 1.20)"
         );
     }
 }
