@@ -136,7 +136,7 @@ section backend-ops "Issue 20's figures, one table per backend" -- \
   "$LG" backend-ops --server-bin "$BIN" --runs "$RUNS" --count 10000 --duration 10
 section crds "CustomResourceDefinitions" -- "$LG" crds --server-bin "$BIN" --runs "$RUNS"
 section authz "Authorization cost" -- "$LG" authz --server-bin "$BIN" --runs "$((RUNS + 2))"
-section admission "Admission cost" -- "$LG" admission --server-bin "$BIN" --runs "$RUNS"
+section admission "Admission cost" -- "$LG" admission --server-bin "$BIN" --runs "$((RUNS + 2))"
 section audit "Audit log cost" -- "$LG" audit --server-bin "$BIN" --runs "$RUNS"
 section soak "Soak, embedded store" -- "$LG" soak --server-bin "$BIN" --duration "$SOAK_MIN"
 section soak-etcd "Soak, etcd" -- \

@@ -39,7 +39,7 @@ pub async fn aggregator(
                 let (http, payload) = req.into_parts();
                 let response = match serve_resources(&http, payload, state).await {
                     Ok(r) => r,
-                    Err(e) => actix_web::ResponseError::error_response(&e),
+                    Err(e) => HttpResponse::from_error(e),
                 };
                 return Ok(ServiceResponse::new(http, response));
             }
@@ -96,7 +96,7 @@ pub async fn aggregator(
     };
     let response = match answer {
         Ok(r) => r,
-        Err(e) => actix_web::ResponseError::error_response(&e),
+        Err(e) => HttpResponse::from_error(e),
     };
     Ok(req.into_response(response))
 }
