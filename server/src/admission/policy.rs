@@ -29,7 +29,7 @@ use crate::api::status::StatusReason;
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::{ApiResource, Catalog};
 use crate::registry::cel::{
-    elements, Activation, Expression, Shapes, PER_CALL_LIMIT, RUNTIME_BUDGET,
+    elements, Activation, Expression, Reach, Shapes, PER_CALL_LIMIT, RUNTIME_BUDGET,
 };
 use crate::registry::codec::convert_to;
 use crate::registry::Store;
@@ -90,6 +90,11 @@ fn mentions(text: &str, name: &str) -> bool {
 struct Policy {
     name: String,
     uses: Uses,
+    /// What the expressions can read of `object`: only that is converted to CEL values
+    /// per request.
+    object_reach: Reach,
+    /// The same of `oldObject`.
+    old_object_reach: Reach,
     failure_policy: FailurePolicy,
     /// `paramKind`: (apiVersion, kind).
     param_kind: Option<(String, String)>,
@@ -191,7 +196,11 @@ impl Policy {
             audit_annotations: named("auditAnnotations", "key", "valueExpression"),
             costed: false,
             quick_limit: None,
+            object_reach: Reach::Whole,
+            old_object_reach: Reach::Whole,
         };
+        policy.object_reach = Reach::of("object", policy.expressions());
+        policy.old_object_reach = Reach::of("oldObject", policy.expressions());
         let worst: Vec<u64> = policy
             .expressions()
             .map(Expression::worst_case_cost)
@@ -761,10 +770,15 @@ async fn evaluate(
             used(uses.namespace_object, Some(&namespace_object)),
         ),
     ];
-    // Bound once for every param and expression (converted where they lie).
+    // Bound once for every param and expression (converted where they lie); of the
+    // objects only what some expression can read.
     let mut scope = Activation::new();
     for (name, v) in json {
-        scope.bind_json(name, v);
+        match name {
+            "object" => scope.bind_json_reached(name, v, &policy.object_reach),
+            "oldObject" => scope.bind_json_reached(name, v, &policy.old_object_reach),
+            _ => scope.bind_json(name, v),
+        }
     }
     let mut failures = Vec::new();
     for param in &params {
@@ -923,6 +937,48 @@ mod tests {
             .into_iter(),
         );
         assert!(uses.request && uses.namespace_object && !uses.object && !uses.old_object);
+    }
+
+    #[test]
+    fn every_expression_of_a_policy_counts_in_what_of_the_objects_is_bound() {
+        let p = Policy::from_json(&json!({
+            "metadata": { "name": "p" },
+            "spec": {
+                "matchConditions": [{ "name": "c", "expression": "object.kind == 'ConfigMap'" }],
+                "variables": [{ "name": "v", "expression": "object.data" }],
+                "validations": [{
+                    "expression": "size(variables.v) < 3",
+                    "messageExpression": "object.metadata.name + ' is too large'",
+                }],
+                "auditAnnotations": [{ "key": "k", "valueExpression": "oldObject.metadata.name" }],
+            },
+        }));
+        let fields = |entries: &[(&str, Reach)]| {
+            Reach::Fields(
+                entries
+                    .iter()
+                    .map(|(k, r)| (k.to_string(), r.clone()))
+                    .collect(),
+            )
+        };
+        assert_eq!(
+            p.object_reach,
+            fields(&[
+                ("data", Reach::Whole),
+                ("kind", Reach::Whole),
+                ("metadata", fields(&[("name", Reach::Whole)])),
+            ])
+        );
+        assert_eq!(
+            p.old_object_reach,
+            fields(&[("metadata", fields(&[("name", Reach::Whole)]))])
+        );
+        // Any use but a field selection binds the whole object.
+        let whole = policy(&["object.metadata.name == 'a'", "object != oldObject"]);
+        assert_eq!(
+            (whole.object_reach, whole.old_object_reach),
+            (Reach::Whole, Reach::Whole)
+        );
     }
 
     fn policy(validations: &[&str]) -> Policy {
