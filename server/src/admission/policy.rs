@@ -51,14 +51,16 @@ struct Validation {
     reason: StatusReason,
 }
 
-/// Which of the request's variables a policy's expressions name (the others are bound
-/// to null without being built).
+/// Which of the variables a policy's expressions name (the others are neither built nor
+/// bound: no expression can resolve them).
 #[derive(Default)]
 struct Uses {
     object: bool,
     old_object: bool,
     request: bool,
     namespace_object: bool,
+    params: bool,
+    variables: bool,
 }
 
 impl Uses {
@@ -71,6 +73,8 @@ impl Uses {
             uses.old_object |= mentions(t, "oldObject");
             uses.request |= mentions(t, "request");
             uses.namespace_object |= mentions(t, "namespaceObject");
+            uses.params |= mentions(t, "params");
+            uses.variables |= mentions(t, "variables");
         }
         uses
     }
@@ -771,19 +775,28 @@ async fn evaluate(
         ),
     ];
     // Bound once for every param and expression (converted where they lie); of the
-    // objects only what some expression can read.
+    // objects only what some expression can read, and nothing no expression names.
     let mut scope = Activation::new();
-    for (name, v) in json {
-        match name {
-            "object" => scope.bind_json_reached(name, v, &policy.object_reach),
-            "oldObject" => scope.bind_json_reached(name, v, &policy.old_object_reach),
-            _ => scope.bind_json(name, v),
+    let named = [
+        uses.object,
+        uses.old_object,
+        uses.request,
+        uses.namespace_object,
+    ];
+    for ((name, v), named) in json.into_iter().zip(named) {
+        match (name, named) {
+            (_, false) => {}
+            ("object", true) => scope.bind_json_reached(name, v, &policy.object_reach),
+            ("oldObject", true) => scope.bind_json_reached(name, v, &policy.old_object_reach),
+            (_, true) => scope.bind_json(name, v),
         }
     }
     let mut failures = Vec::new();
     for param in &params {
         let mut with_param = scope.nested();
-        with_param.bind_json("params", param);
+        if uses.params {
+            with_param.bind_json("params", param);
+        }
         let mut bindings = json.to_vec();
         bindings.push(("params", param));
         // Costed on the shapes of the values (`variables` are computed from them) only
@@ -862,17 +875,22 @@ fn evaluate_with(
         }
     }
     // Each variable sees the ones before it.
+    let named = policy.uses.variables;
     let mut variables: HashMap<String, cel::Value> = HashMap::new();
     for (name, expression) in &policy.variables {
         let mut with_variables = scope.nested();
-        with_variables.bind("variables", variables.clone().into())?;
+        if named {
+            with_variables.bind("variables", variables.clone().into())?;
+        }
         let value = runner.run(expression, &with_variables, &|| {
             format!("variable '{name}'")
         })?;
         variables.insert(name.clone(), value);
     }
     let mut scope = scope.nested();
-    scope.bind("variables", variables.into())?;
+    if named {
+        scope.bind("variables", variables.into())?;
+    }
     let scope = &scope;
     let mut failures = Vec::new();
     for v in &policy.validations {
