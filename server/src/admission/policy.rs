@@ -29,7 +29,7 @@ use crate::api::status::StatusReason;
 use crate::api::{ApiError, StatusCause};
 use crate::catalog::{ApiResource, Catalog};
 use crate::registry::cel::{
-    elements, Activation, Expression, Shapes, PER_CALL_LIMIT, RUNTIME_BUDGET,
+    elements, Activation, Expression, Reach, Shapes, PER_CALL_LIMIT, RUNTIME_BUDGET,
 };
 use crate::registry::codec::convert_to;
 use crate::registry::Store;
@@ -51,14 +51,16 @@ struct Validation {
     reason: StatusReason,
 }
 
-/// Which of the request's variables a policy's expressions name (the others are bound
-/// to null without being built).
+/// Which of the variables a policy's expressions name (the others are neither built nor
+/// bound: no expression can resolve them).
 #[derive(Default)]
 struct Uses {
     object: bool,
     old_object: bool,
     request: bool,
     namespace_object: bool,
+    params: bool,
+    variables: bool,
 }
 
 impl Uses {
@@ -71,6 +73,8 @@ impl Uses {
             uses.old_object |= mentions(t, "oldObject");
             uses.request |= mentions(t, "request");
             uses.namespace_object |= mentions(t, "namespaceObject");
+            uses.params |= mentions(t, "params");
+            uses.variables |= mentions(t, "variables");
         }
         uses
     }
@@ -90,6 +94,11 @@ fn mentions(text: &str, name: &str) -> bool {
 struct Policy {
     name: String,
     uses: Uses,
+    /// What the expressions can read of `object`: only that is converted to CEL values
+    /// per request.
+    object_reach: Reach,
+    /// The same of `oldObject`.
+    old_object_reach: Reach,
     failure_policy: FailurePolicy,
     /// `paramKind`: (apiVersion, kind).
     param_kind: Option<(String, String)>,
@@ -191,7 +200,11 @@ impl Policy {
             audit_annotations: named("auditAnnotations", "key", "valueExpression"),
             costed: false,
             quick_limit: None,
+            object_reach: Reach::Whole,
+            old_object_reach: Reach::Whole,
         };
+        policy.object_reach = Reach::of("object", policy.expressions());
+        policy.old_object_reach = Reach::of("oldObject", policy.expressions());
         let worst: Vec<u64> = policy
             .expressions()
             .map(Expression::worst_case_cost)
@@ -761,15 +774,29 @@ async fn evaluate(
             used(uses.namespace_object, Some(&namespace_object)),
         ),
     ];
-    // Bound once for every param and expression (converted where they lie).
+    // Bound once for every param and expression (converted where they lie); of the
+    // objects only what some expression can read, and nothing no expression names.
     let mut scope = Activation::new();
-    for (name, v) in json {
-        scope.bind_json(name, v);
+    let named = [
+        uses.object,
+        uses.old_object,
+        uses.request,
+        uses.namespace_object,
+    ];
+    for ((name, v), named) in json.into_iter().zip(named) {
+        match (name, named) {
+            (_, false) => {}
+            ("object", true) => scope.bind_json_reached(name, v, &policy.object_reach),
+            ("oldObject", true) => scope.bind_json_reached(name, v, &policy.old_object_reach),
+            (_, true) => scope.bind_json(name, v),
+        }
     }
     let mut failures = Vec::new();
     for param in &params {
         let mut with_param = scope.nested();
-        with_param.bind_json("params", param);
+        if uses.params {
+            with_param.bind_json("params", param);
+        }
         let mut bindings = json.to_vec();
         bindings.push(("params", param));
         // Costed on the shapes of the values (`variables` are computed from them) only
@@ -848,17 +875,22 @@ fn evaluate_with(
         }
     }
     // Each variable sees the ones before it.
+    let named = policy.uses.variables;
     let mut variables: HashMap<String, cel::Value> = HashMap::new();
     for (name, expression) in &policy.variables {
         let mut with_variables = scope.nested();
-        with_variables.bind("variables", variables.clone().into())?;
+        if named {
+            with_variables.bind("variables", variables.clone().into())?;
+        }
         let value = runner.run(expression, &with_variables, &|| {
             format!("variable '{name}'")
         })?;
         variables.insert(name.clone(), value);
     }
     let mut scope = scope.nested();
-    scope.bind("variables", variables.into())?;
+    if named {
+        scope.bind("variables", variables.into())?;
+    }
     let scope = &scope;
     let mut failures = Vec::new();
     for v in &policy.validations {
@@ -923,6 +955,48 @@ mod tests {
             .into_iter(),
         );
         assert!(uses.request && uses.namespace_object && !uses.object && !uses.old_object);
+    }
+
+    #[test]
+    fn every_expression_of_a_policy_counts_in_what_of_the_objects_is_bound() {
+        let p = Policy::from_json(&json!({
+            "metadata": { "name": "p" },
+            "spec": {
+                "matchConditions": [{ "name": "c", "expression": "object.kind == 'ConfigMap'" }],
+                "variables": [{ "name": "v", "expression": "object.data" }],
+                "validations": [{
+                    "expression": "size(variables.v) < 3",
+                    "messageExpression": "object.metadata.name + ' is too large'",
+                }],
+                "auditAnnotations": [{ "key": "k", "valueExpression": "oldObject.metadata.name" }],
+            },
+        }));
+        let fields = |entries: &[(&str, Reach)]| {
+            Reach::Fields(
+                entries
+                    .iter()
+                    .map(|(k, r)| (k.to_string(), r.clone()))
+                    .collect(),
+            )
+        };
+        assert_eq!(
+            p.object_reach,
+            fields(&[
+                ("data", Reach::Whole),
+                ("kind", Reach::Whole),
+                ("metadata", fields(&[("name", Reach::Whole)])),
+            ])
+        );
+        assert_eq!(
+            p.old_object_reach,
+            fields(&[("metadata", fields(&[("name", Reach::Whole)]))])
+        );
+        // Any use but a field selection binds the whole object.
+        let whole = policy(&["object.metadata.name == 'a'", "object != oldObject"]);
+        assert_eq!(
+            (whole.object_reach, whole.old_object_reach),
+            (Reach::Whole, Reach::Whole)
+        );
     }
 
     fn policy(validations: &[&str]) -> Policy {

@@ -9,6 +9,7 @@ use cel::common::value::Val;
 use cel::Context;
 use serde_json::Value;
 
+use super::reach::{reached_val, Reach};
 use super::root;
 
 /// A scope of variables: the JSON values bound are read in place (their strings are
@@ -39,6 +40,12 @@ impl<'p, 'v> Activation<'p, 'v> {
         self.ctx.add_variable_as_val(name, json_val(v));
     }
 
+    /// Binds `name` to the part of a JSON value that `reach` says expressions can read
+    /// (the rest is not converted).
+    pub fn bind_json_reached(&mut self, name: &str, v: &'v Value, reach: &Reach) {
+        self.ctx.add_variable_as_val(name, reached_val(v, reach));
+    }
+
     /// Binds `name` to a CEL value (one computed by an expression).
     pub fn bind(&mut self, name: &str, v: cel::Value) -> Result<(), String> {
         let v: Box<dyn Val> = v.try_into().map_err(|e| format!("{name}: {e}"))?;
@@ -57,7 +64,7 @@ impl<'p, 'v> Activation<'p, 'v> {
 /// A JSON value as CEL values, as [`super::to_cel`] converts it (a positive integer is a
 /// `uint`, a negative one an `int`, any other number a `double`), without the copy
 /// `to_cel` and binding its result would make.
-fn json_val(v: &Value) -> Box<dyn Val + '_> {
+pub(super) fn json_val(v: &Value) -> Box<dyn Val + '_> {
     match v {
         Value::Null => Box::new(CelNull),
         Value::Bool(b) => Box::new(CelBool::from(*b)),

@@ -23,11 +23,13 @@ use cost::{
     actual_bounds, cardinality, Estimator, RULE_COST_LIMIT, TOTAL_COST_LIMIT, UNBOUNDED_AT_COMPILE,
 };
 pub use cost::{PER_CALL_LIMIT, RUNTIME_BUDGET};
+pub use reach::Reach;
 
 mod activation;
 mod cost;
 pub(crate) mod format;
 pub(crate) mod library;
+mod reach;
 mod semver;
 pub mod type_check;
 
