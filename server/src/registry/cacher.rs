@@ -48,6 +48,9 @@ pub struct Cacher {
     want_progress: Arc<Notify>,
     /// The newest revision this server wrote under the prefix.
     written: std::sync::atomic::AtomicU64,
+    /// The revision of the last change applied (or of the load): progress may run ahead
+    /// of it.
+    applied: std::sync::atomic::AtomicU64,
 }
 
 struct State {
@@ -58,6 +61,9 @@ struct State {
     floor: u64,
     /// The revision `objects` reflect.
     revision: u64,
+    /// The revision of the last change applied (or of the load); below `revision` after
+    /// a progress notification.
+    applied: u64,
     /// Live changes for watchers of the whole resource. Created on first watch (its
     /// buffer, made on the first change after that, is most of what a watched resource
     /// costs), dropped when no one listens; dropped on re-load, which ends every watch.
@@ -101,12 +107,14 @@ impl Cacher {
                 history: VecDeque::new(),
                 floor: 0,
                 revision: 0,
+                applied: 0,
                 events: None,
                 by_namespace: HashMap::new(),
             }),
             progress: watch::channel(None).0,
             want_progress: Arc::new(Notify::new()),
             written: Default::default(),
+            applied: Default::default(),
         });
         crate::panics::spawn("watch cache feed", feed(Arc::downgrade(&cacher)));
         cacher
@@ -148,10 +156,17 @@ impl Cacher {
         self.written.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Waits until the cache holds `revision` or later; false when it does not within
-    /// [`CATCH_UP_WAIT`] (the caller then reads storage).
+    /// Waits until the cache holds `revision` or later, and the changes of this server's
+    /// own writes up to it; false when it does not within [`CATCH_UP_WAIT`] (the caller
+    /// then reads storage). The second half guards reads of one's own writes against a
+    /// progress notification that overtakes its events (etcd before 3.4.31 / 3.5.13 when
+    /// `--etcd-watch-progress=ordered` is forced).
     pub async fn wait_for(&self, revision: u64) -> bool {
-        let caught_up = |p: &Option<u64>| p.is_some_and(|r| r >= revision);
+        let own = self.written().min(revision);
+        let caught_up = |p: &Option<u64>| {
+            p.is_some_and(|r| r >= revision)
+                && self.applied.load(std::sync::atomic::Ordering::Acquire) >= own
+        };
         let mut rx = self.progress.subscribe();
         if caught_up(&rx.borrow()) {
             return true;
@@ -276,6 +291,9 @@ impl Cacher {
         state.history.clear();
         state.floor = page.revision;
         state.revision = page.revision;
+        state.applied = page.revision;
+        self.applied
+            .store(page.revision, std::sync::atomic::Ordering::Release);
         drop(state);
         self.progress.send_replace(Some(page.revision));
         Ok(events)
@@ -284,7 +302,9 @@ impl Cacher {
     /// Applies one change from storage and hands it to the watchers.
     fn apply(&self, event: Arc<StoredEvent>) {
         let mut state = self.write();
-        if event.revision <= state.revision {
+        // Changes come in order, so only one already applied is old; one at or below a
+        // progress notification's revision is not (the notification overtook it).
+        if event.revision <= state.applied {
             return;
         }
         match &event.value {
@@ -304,7 +324,10 @@ impl Cacher {
                 state.objects.remove(&event.key);
             }
         }
-        state.revision = event.revision;
+        state.revision = state.revision.max(event.revision);
+        state.applied = event.revision;
+        self.applied
+            .store(event.revision, std::sync::atomic::Ordering::Release);
         state.history.push_back(event.clone());
         while state.history.len() > HISTORY {
             if let Some(old) = state.history.pop_front() {
@@ -526,6 +549,49 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(got.revision, other);
+    }
+
+    /// A progress notification that overtakes a change (etcd before 3.4.31 / 3.5.13) does
+    /// not make the cache drop that change when it comes, and a read of this server's own
+    /// write waits for it rather than answering without it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_change_overtaken_by_progress_is_applied_and_own_writes_wait_for_it() {
+        use futures_util::FutureExt;
+        let dir = tempfile::tempdir().unwrap();
+        let s: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(&dir.path().join("db")).unwrap());
+        let c = Cacher::start(s, "/registry/a/".into());
+        c.wait_loaded().await;
+        let loaded = c.revision().unwrap();
+        let (mine, progress) = (loaded + 3, loaded + 5);
+        c.note_write(mine);
+        c.advance(progress);
+        assert_eq!(c.revision(), Some(progress));
+        assert_eq!(
+            c.wait_for(progress).now_or_never(),
+            None,
+            "ready before its own write's change came"
+        );
+        assert_eq!(
+            c.wait_for(loaded).now_or_never(),
+            Some(true),
+            "older reads are"
+        );
+        c.apply(Arc::new(StoredEvent {
+            revision: mine,
+            key: "/registry/a/ns/late".into(),
+            value: Some(Bytes::from_static(b"v")),
+            prev: None,
+            prev_create_revision: 0,
+            prev_mod_revision: 0,
+            encoded: Default::default(),
+            labels: Default::default(),
+        }));
+        assert_eq!(c.wait_for(progress).now_or_never(), Some(true));
+        let kv = c
+            .get("/registry/a/ns/late")
+            .expect("the late change is applied");
+        assert_eq!(kv.mod_revision, mine);
+        assert_eq!(c.revision(), Some(progress), "progress does not go back");
     }
 
     /// An event's shared watch line lives while the event is in the window, not as long
