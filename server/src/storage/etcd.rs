@@ -503,6 +503,9 @@ impl EtcdStorage {
         ordered_progress: bool,
     ) {
         let mut failures = 0;
+        // `last` (where a re-watch starts) also follows progress, so an idle resource's
+        // re-watch does not start before a compaction; repeats are told by `last_event`.
+        let mut last_event = last;
         loop {
             let message = tokio::select! {
                 _ = tx.closed() => return,
@@ -536,10 +539,14 @@ impl EtcdStorage {
             match step {
                 Ok(Step::Events(events)) => {
                     for event in events {
-                        if event.revision <= last {
+                        // Events come in order: one at or below the last forwarded is a
+                        // repeat (after a re-watch). Progress does not count: an etcd
+                        // before 3.4.31 / 3.5.13 may announce a revision before its event.
+                        if event.revision <= last_event {
                             continue;
                         }
-                        last = event.revision;
+                        last_event = event.revision;
+                        last = last.max(event.revision);
                         if tx
                             .send(Ok(WatchItem::Event(Arc::new(event))))
                             .await
