@@ -137,7 +137,7 @@ section backend-ops "Issue 20's figures, one table per backend" -- \
 section crds "CustomResourceDefinitions" -- "$LG" crds --server-bin "$BIN" --runs "$RUNS"
 section authz "Authorization cost" -- "$LG" authz --server-bin "$BIN" --runs "$((RUNS + 2))"
 section admission "Admission cost" -- "$LG" admission --server-bin "$BIN" --runs "$((RUNS + 2))"
-section audit "Audit log cost" -- "$LG" audit --server-bin "$BIN" --runs "$RUNS"
+section audit "Audit log cost" -- "$LG" audit --server-bin "$BIN" --runs "$((RUNS + 2))"
 section soak "Soak, embedded store" -- "$LG" soak --server-bin "$BIN" --duration "$SOAK_MIN"
 section soak-etcd "Soak, etcd" -- \
   "$LG" soak --server-bin "$BIN" --etcd-bin "$(command -v etcd)" --duration $ETCD_SOAK

@@ -146,7 +146,8 @@ impl MicroTime {
 
 impl Serialize for MicroTime {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&self.0.format("%Y-%m-%dT%H:%M:%S%.6fZ"))
+        // Not `format`: it parses its pattern on every call (~2% of an audited request).
+        s.serialize_str(&self.0.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
     }
 }
 
