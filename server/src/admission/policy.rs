@@ -777,19 +777,21 @@ async fn evaluate(
     // Bound once for every param and expression (converted where they lie); of the
     // objects only what some expression can read, and nothing no expression names.
     let mut scope = Activation::new();
-    let named = [
-        uses.object,
-        uses.old_object,
-        uses.request,
-        uses.namespace_object,
-    ];
-    for ((name, v), named) in json.into_iter().zip(named) {
-        match (name, named) {
-            (_, false) => {}
-            ("object", true) => scope.bind_json_reached(name, v, &policy.object_reach),
-            ("oldObject", true) => scope.bind_json_reached(name, v, &policy.old_object_reach),
-            (_, true) => scope.bind_json(name, v),
-        }
+    if uses.object {
+        scope.bind_json_reached("object", used(true, object), &policy.object_reach);
+    }
+    if uses.old_object {
+        scope.bind_json_reached(
+            "oldObject",
+            used(true, a.old_object),
+            &policy.old_object_reach,
+        );
+    }
+    if uses.request {
+        scope.bind_json("request", &request);
+    }
+    if uses.namespace_object {
+        scope.bind_json("namespaceObject", &namespace_object);
     }
     let mut failures = Vec::new();
     for param in &params {

@@ -49,7 +49,7 @@ pub struct Cacher {
     /// The newest revision this server wrote under the prefix.
     written: std::sync::atomic::AtomicU64,
     /// The revision of the last change applied (or of the load): progress may run ahead
-    /// of it.
+    /// of it. Written under the state's write lock, read without it.
     applied: std::sync::atomic::AtomicU64,
 }
 
@@ -61,9 +61,6 @@ struct State {
     floor: u64,
     /// The revision `objects` reflect.
     revision: u64,
-    /// The revision of the last change applied (or of the load); below `revision` after
-    /// a progress notification.
-    applied: u64,
     /// Live changes for watchers of the whole resource. Created on first watch (its
     /// buffer, made on the first change after that, is most of what a watched resource
     /// costs), dropped when no one listens; dropped on re-load, which ends every watch.
@@ -107,7 +104,6 @@ impl Cacher {
                 history: VecDeque::new(),
                 floor: 0,
                 revision: 0,
-                applied: 0,
                 events: None,
                 by_namespace: HashMap::new(),
             }),
@@ -291,7 +287,6 @@ impl Cacher {
         state.history.clear();
         state.floor = page.revision;
         state.revision = page.revision;
-        state.applied = page.revision;
         self.applied
             .store(page.revision, std::sync::atomic::Ordering::Release);
         drop(state);
@@ -304,7 +299,7 @@ impl Cacher {
         let mut state = self.write();
         // Changes come in order, so only one already applied is old; one at or below a
         // progress notification's revision is not (the notification overtook it).
-        if event.revision <= state.applied {
+        if event.revision <= self.applied.load(std::sync::atomic::Ordering::Acquire) {
             return;
         }
         match &event.value {
@@ -325,7 +320,6 @@ impl Cacher {
             }
         }
         state.revision = state.revision.max(event.revision);
-        state.applied = event.revision;
         self.applied
             .store(event.revision, std::sync::atomic::Ordering::Release);
         state.history.push_back(event.clone());

@@ -108,6 +108,11 @@ impl EtcdClients {
         }
         match Client::connect(&self.servers, Some(self.options.clone())).await {
             Ok(client) => {
+                // Another call on this thread connected first, while this one waited:
+                // one client per thread (this one's connections close as it drops).
+                if let Some(kv) = self.made_here() {
+                    return kv;
+                }
                 // A task that only holds the sender: dropped with the runtime, which
                 // tells later calls on this thread that this client's tasks are gone.
                 let (alive, runtime) = oneshot::channel::<()>();
