@@ -98,7 +98,7 @@ impl Audit {
             _ => MicroTime::now(),
         };
         match ev.to_line() {
-            Ok(line) => Ok(Some(Bytes::from(line))),
+            Ok(line) => Ok(Some(line)),
             Err(e) => {
                 tracing::error!(error = %e, "audit event not serialized");
                 Err(WriteError::Io(std::io::Error::other(e)))

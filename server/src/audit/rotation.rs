@@ -57,15 +57,21 @@ impl RotatingFile {
         }
     }
 
-    /// Appends `line` with one write, rotating first when it would not fit.
-    pub fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
-        let len = line.len() as u64;
-        if len > self.max_size() {
-            return Err(io::Error::other(format!(
+    /// Whether a line of `len` bytes can be written at all (fits in an empty file).
+    pub fn check_fits(&self, len: usize) -> io::Result<()> {
+        match len as u64 > self.max_size() {
+            true => Err(io::Error::other(format!(
                 "an audit event of {len} bytes exceeds --audit-log-maxsize ({} bytes)",
                 self.max_size()
-            )));
+            ))),
+            false => Ok(()),
         }
+    }
+
+    /// Appends `line` with one write, rotating first when it would not fit.
+    pub fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
+        self.check_fits(line.len())?;
+        let len = line.len() as u64;
         if self.file.is_none() {
             self.open_existing_or_new()?;
         }
@@ -80,6 +86,10 @@ impl RotatingFile {
 
     /// Appends whole lines (a batch), in as few writes as rotation allows.
     pub fn write_lines(&mut self, batch: &[u8]) -> io::Result<()> {
+        if self.file.is_some() && self.size + batch.len() as u64 <= self.max_size() {
+            // The usual case: no rotation falls inside, no need to find the lines.
+            return self.write_line(batch);
+        }
         let (mut start, mut end) = (0, 0);
         for line in batch.split_inclusive(|b| *b == b'\n') {
             let pending = (end - start) as u64;

@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 
 use actix_web::body::{BodySize, BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage, HttpRequest};
 use bytes::Bytes;
@@ -236,7 +236,7 @@ fn event(
     ev.verb = info.verb.clone();
     ev.user = user.map(EventUser::from).unwrap_or_default();
     ev.source_ips = source_ips(req);
-    ev.user_agent = header(req.request(), "user-agent").unwrap_or_default();
+    ev.user_agent = header(req.request(), header::USER_AGENT).unwrap_or_default();
     if info.is_resource_request {
         ev.object_ref = Some(ObjectReference {
             resource: info.resource.clone(),
@@ -294,13 +294,17 @@ async fn capture_body(req: &mut ServiceRequest) -> Result<(String, Bytes), actix
     let body = crate::endpoints::body::read(req.headers(), payload).await?;
     req.set_payload(actix_web::dev::Payload::from(body.clone()));
     // What goes back is plain: it must not be inflated again.
-    req.headers_mut()
-        .remove(actix_web::http::header::CONTENT_ENCODING);
-    let content_type = header(req.request(), "content-type").unwrap_or_default();
+    req.headers_mut().remove(header::CONTENT_ENCODING);
+    let content_type = header(req.request(), header::CONTENT_TYPE).unwrap_or_default();
     Ok((content_type, body))
 }
 
-fn header(req: &HttpRequest, name: &str) -> Option<String> {
+/// Header names as constants: looked up by `&str`, a non-standard name is parsed and
+/// copied on every request.
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+const X_REAL_IP: HeaderName = HeaderName::from_static("x-real-ip");
+
+fn header(req: &HttpRequest, name: HeaderName) -> Option<String> {
     req.headers()
         .get(name)
         .and_then(|v| v.to_str().ok())
@@ -311,13 +315,10 @@ fn header(req: &HttpRequest, name: &str) -> Option<String> {
 /// unless it is the last one listed (upstream's order).
 fn source_ips(req: &ServiceRequest) -> Vec<String> {
     let parse = |s: &str| s.trim().parse::<std::net::IpAddr>().ok();
-    let mut ips: Vec<std::net::IpAddr> = header(req.request(), "x-forwarded-for")
+    let mut ips: Vec<std::net::IpAddr> = header(req.request(), X_FORWARDED_FOR)
         .map(|h| h.split(',').filter_map(parse).collect())
         .unwrap_or_default();
-    if let Some(real) = header(req.request(), "x-real-ip")
-        .as_deref()
-        .and_then(parse)
-    {
+    if let Some(real) = header(req.request(), X_REAL_IP).as_deref().and_then(parse) {
         if !ips.contains(&real) {
             ips.push(real);
         }
@@ -333,7 +334,7 @@ fn source_ips(req: &ServiceRequest) -> Vec<String> {
 /// Upstream's message for a refused credential: which methods were tried.
 fn attempted_methods(req: &ServiceRequest) -> String {
     let mut methods = Vec::new();
-    let auth = header(req.request(), "authorization").unwrap_or_default();
+    let auth = header(req.request(), header::AUTHORIZATION).unwrap_or_default();
     let scheme = auth.trim().split(' ').next().unwrap_or_default();
     if scheme.eq_ignore_ascii_case("basic") {
         methods.push("basic");
@@ -363,7 +364,7 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-fn set_audit_id(headers: &mut actix_web::http::header::HeaderMap, audit_id: &str) {
+fn set_audit_id(headers: &mut header::HeaderMap, audit_id: &str) {
     if let Ok(v) = HeaderValue::from_str(audit_id) {
         headers.insert(HeaderName::from_static(AUDIT_ID), v);
     }

@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use crate::authz::load_average;
 use crate::client::{Client, Protocol, JSON};
 use crate::consistent_reads::cpu_time;
-use crate::metrics::{cost, median, median_rows, num, progress, table, Row};
+use crate::metrics::{cost, median, median_rows, num, per_op_us, progress, table, Cpu, Row};
 use crate::scenarios;
 use crate::server::ServerProcess;
 
@@ -87,15 +87,6 @@ pub struct AdmissionOptions {
     pub write_time: Duration,
     /// How long a new configuration may take to be in effect.
     pub effect_timeout: Duration,
-}
-
-/// Server CPU per operation of one run, µs.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Cpu {
-    /// Per create.
-    pub create: f64,
-    /// Per update (GET + PUT).
-    pub update: f64,
 }
 
 /// The results of `loadgen admission`.
@@ -508,10 +499,9 @@ async fn measure(opts: &AdmissionOptions, config: Config) -> Result<(Vec<Row>, O
             scenarios::update(&client, NAMESPACE, create.ops.max(1), c, opts.duration).await;
         progress(&update);
         let cpu_updated = cpu_time(pid)?;
-        let per_op = |spent: Duration, ops: u64| spent.as_secs_f64() * 1e6 / ops.max(1) as f64;
         let cpu = Cpu {
-            create: per_op(cpu_created.saturating_sub(cpu_start), create.ops),
-            update: per_op(cpu_updated.saturating_sub(cpu_created), update.ops),
+            create: per_op_us(cpu_created.saturating_sub(cpu_start), create.ops),
+            update: per_op_us(cpu_updated.saturating_sub(cpu_created), update.ops),
         };
         let calls = webhook
             .as_ref()

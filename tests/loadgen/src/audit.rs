@@ -18,7 +18,8 @@ use anyhow::{bail, Context, Result};
 
 use crate::authz::load_average;
 use crate::client::{Client, Protocol};
-use crate::metrics::{cost, median_rows, num, progress, table, Row};
+use crate::consistent_reads::cpu_time;
+use crate::metrics::{cost, median, median_rows, num, per_op_us, progress, table, Cpu, Row};
 use crate::scenarios;
 use crate::server::ServerProcess;
 
@@ -91,6 +92,9 @@ pub struct AuditReport {
     pub runs: BTreeMap<Config, Vec<Vec<Row>>>,
     /// Events in the audit log after each audited run.
     pub events_logged: Vec<u64>,
+    /// Server CPU (user + system) per create and per update, µs, each run, by
+    /// configuration: unlike throughput, hardly moved by what else the machine runs.
+    pub cpu_us: BTreeMap<Config, Vec<Cpu>>,
     /// 1-minute load average before the first and after the last run.
     pub load: (Option<f64>, Option<f64>),
 }
@@ -162,11 +166,31 @@ impl AuditReport {
                 cost(off, on, higher_better)
             );
         }
+        type PickCpu = fn(&Cpu) -> f64;
+        let cpu_figures: [(&str, PickCpu); 2] = [
+            ("server CPU per create, µs", |c| c.create),
+            ("server CPU per update (GET + PUT), µs", |c| c.update),
+        ];
+        for (name, pick) in cpu_figures {
+            let value = |c: Config| {
+                let mut each: Vec<f64> = self.cpu_us.get(&c)?.iter().map(pick).collect();
+                (!each.is_empty()).then(|| median(&mut each))
+            };
+            let (off, on) = (value(Config::Off), value(Config::Metadata));
+            let _ = writeln!(
+                out,
+                "| {name} | {} | {} | {} |",
+                off.map_or("—".into(), num),
+                on.map_or("—".into(), num),
+                cost(off, on, false)
+            );
+        }
         let _ = writeln!(
             out,
-            "\ncost: how much lower the throughput, or higher the latency, than with \
-             auditing off (negative: better). Events in the audit log after each audited \
-             run: {:?}.\n",
+            "\ncost: how much lower the throughput, or higher the latency or CPU, than with \
+             auditing off (negative: better). Server CPU: user + system time of the server \
+             process during the creates (during the updates) over their count. Events in \
+             the audit log after each audited run: {:?}.\n",
             self.events_logged
         );
         let mut rows = Vec::new();
@@ -179,7 +203,9 @@ impl AuditReport {
         let _ = writeln!(out, "{}", table(&rows, "ops"));
         let _ = writeln!(
             out,
-            "| configuration | create requests/s, each run | update ops/s, each run |\n| --- | --- | --- |"
+            "| configuration | create requests/s, each run | update ops/s, each run | \
+             server CPU µs per create, each run | per update, each run |\n\
+             | --- | --- | --- | --- | --- |"
         );
         for c in Config::ALL
             .into_iter()
@@ -193,12 +219,23 @@ impl AuditReport {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
+            let each_cpu = |pick: fn(&Cpu) -> f64| {
+                self.cpu_us
+                    .get(&c)
+                    .into_iter()
+                    .flatten()
+                    .map(|cpu| format!("{:.0}", pick(cpu)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
             let _ = writeln!(
                 out,
-                "| {} | {} | {} |",
+                "| {} | {} | {} | {} | {} |",
                 c.label(),
                 each("create"),
-                each("update")
+                each("update"),
+                each_cpu(|c| c.create),
+                each_cpu(|c| c.update),
             );
         }
         out
@@ -235,8 +272,9 @@ fn count_lines(path: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// One configuration on a fresh server: its rows and, audited, the events logged.
-async fn measure(opts: &AuditOptions, config: Config) -> Result<(Vec<Row>, Option<u64>)> {
+/// One configuration on a fresh server: its rows, audited the events logged, and the
+/// server's CPU per operation.
+async fn measure(opts: &AuditOptions, config: Config) -> Result<(Vec<Row>, Option<u64>, Cpu)> {
     let dir = temp_dir(opts)?;
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data)?;
@@ -249,6 +287,8 @@ async fn measure(opts: &AuditOptions, config: Config) -> Result<(Vec<Row>, Optio
         // A client of its own, as another process would have.
         let client = admin.separate();
         let c = opts.concurrency;
+        let pid = server.pid().context("the server has exited")?;
+        let cpu_start = cpu_time(pid)?;
         let create = scenarios::create(
             &client,
             NAMESPACE,
@@ -259,9 +299,15 @@ async fn measure(opts: &AuditOptions, config: Config) -> Result<(Vec<Row>, Optio
         )
         .await;
         progress(&create);
+        let cpu_created = cpu_time(pid)?;
         let update =
             scenarios::update(&client, NAMESPACE, create.ops.max(1), c, opts.duration).await;
         progress(&update);
+        let cpu_updated = cpu_time(pid)?;
+        let cpu = Cpu {
+            create: per_op_us(cpu_created.saturating_sub(cpu_start), create.ops),
+            update: per_op_us(cpu_updated.saturating_sub(cpu_created), update.ops),
+        };
         let logged =
             (config == Config::Metadata).then(|| count_lines(&dir.path().join("audit.log")));
         if let Some(logged) = logged {
@@ -271,10 +317,10 @@ async fn measure(opts: &AuditOptions, config: Config) -> Result<(Vec<Row>, Optio
                 bail!("the audit log has {logged} events for {requests} requests");
             }
         }
-        anyhow::Ok((vec![create, update], logged))
+        anyhow::Ok((vec![create, update], logged, cpu))
     }
     .await;
-    if !matches!(&result, Ok((r, _)) if r.iter().all(|r| r.error_count() == 0)) {
+    if !matches!(&result, Ok((r, _, _)) if r.iter().all(|r| r.error_count() == 0)) {
         eprintln!("server log tail:\n{}", server.log_tail());
     }
     server.stop().await;
@@ -312,10 +358,11 @@ pub async fn run(opts: &AuditOptions) -> Result<AuditReport> {
                 run + 1,
                 config.label()
             );
-            let (rows, logged) = measure(opts, config)
+            let (rows, logged, cpu) = measure(opts, config)
                 .await
                 .with_context(|| config.label())?;
             report.runs.entry(config).or_default().push(rows);
+            report.cpu_us.entry(config).or_default().push(cpu);
             report.events_logged.extend(logged);
         }
     }

@@ -323,3 +323,17 @@ mod tests {
         assert!(table(&m, "ops").contains("409×1 io×1"));
     }
 }
+
+/// Server CPU per operation of one run, µs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Cpu {
+    /// Per create.
+    pub create: f64,
+    /// Per update (GET + PUT).
+    pub update: f64,
+}
+
+/// CPU time spent over `ops` operations, µs each.
+pub fn per_op_us(spent: std::time::Duration, ops: u64) -> f64 {
+    spent.as_secs_f64() * 1e6 / ops.max(1) as f64
+}
