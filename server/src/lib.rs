@@ -31,6 +31,7 @@ pub mod options;
 pub mod panics;
 pub mod protobuf;
 pub mod registry;
+pub mod scratch;
 pub mod server;
 pub mod storage;
 pub mod upstream_flags;

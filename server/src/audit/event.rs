@@ -1,7 +1,6 @@
 //! The `audit.k8s.io/v1` `Event`: what one stage of one request leaves in the log, with
 //! its fields in upstream's order and names.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
@@ -12,9 +11,6 @@ use serde_json::Value;
 
 use crate::api::ApiError;
 use crate::auth::UserInfo;
-
-/// The serialization buffer's capacity a thread keeps between events.
-const LINE_BUFFER_KEPT: usize = 64 * 1024;
 
 /// How much of a request is recorded, in increasing order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -266,23 +262,12 @@ impl Event {
 
     /// The event as one log line (JSON and a newline).
     pub fn to_line(&self) -> Result<Bytes, serde_json::Error> {
-        thread_local! {
-            // Serialized into a buffer kept per thread, then copied out at its size:
-            // growing a fresh one took several reallocations per event.
-            static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-        }
-        BUFFER.with_borrow_mut(|buf| {
-            buf.clear();
-            let written = self.write_json(buf).map(|()| {
-                buf.push(b'\n');
-                Bytes::copy_from_slice(buf)
-            });
-            // An event with a large body must not pin its size to the thread.
-            if buf.capacity() > LINE_BUFFER_KEPT {
-                *buf = Vec::new();
-            }
-            written
+        crate::scratch::encode(|buf| {
+            self.write_json(buf)?;
+            buf.push(b'\n');
+            Ok(())
         })
+        .map(Bytes::from)
     }
 }
 

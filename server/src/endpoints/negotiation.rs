@@ -334,11 +334,10 @@ pub fn respond(
                 .into_bytes(),
         ),
         _ => {
-            let body = if pretty {
-                serde_json::to_vec_pretty(value)
-            } else {
-                serde_json::to_vec(value)
-            };
+            let body = crate::scratch::encode(|buf| match pretty {
+                true => serde_json::to_writer_pretty(buf, value),
+                false => serde_json::to_writer(buf, value),
+            });
             ("application/json", body.unwrap_or_default())
         }
     };

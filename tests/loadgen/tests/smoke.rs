@@ -279,9 +279,15 @@ async fn audit_mode_runs_both_configurations() {
     for want in [
         "| create, requests/s |",
         "| update p99 ms |",
+        "| server CPU per create, µs |",
         "create ConfigMap (~1024 B), audit at Metadata | 4 | 20 |",
     ] {
         assert!(md.contains(want), "no {want:?} in:\n{md}");
+    }
+    // Both configurations measured the server's CPU over their operations.
+    assert_eq!(report.cpu_us.len(), 2, "{md}");
+    for cpu in report.cpu_us.values().flatten() {
+        assert!(cpu.create > 0.0 && cpu.update > 0.0, "{md}");
     }
     // The audited run logged two stages of each of its requests at least.
     assert_eq!(report.events_logged.len(), 1, "{md}");
