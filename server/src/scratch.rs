@@ -50,5 +50,20 @@ mod tests {
         .unwrap();
         assert_eq!(big.len(), 2 * KEPT);
         assert_eq!(encode::<()>(|_| Ok(())).unwrap(), b"");
+        // What a use grew stays for the next one.
+        encode::<()>(|buf| {
+            buf.resize(4096, b'x');
+            Ok(())
+        })
+        .unwrap();
+        encode::<()>(|buf| {
+            assert!(
+                buf.is_empty() && buf.capacity() >= 4096,
+                "{}",
+                buf.capacity()
+            );
+            Ok(())
+        })
+        .unwrap();
     }
 }

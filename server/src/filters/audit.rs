@@ -365,7 +365,10 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 }
 
 fn set_audit_id(headers: &mut header::HeaderMap, audit_id: &str) {
-    if let Ok(v) = HeaderValue::from_str(audit_id) {
+    if let Ok(mut v) = HeaderValue::from_str(audit_id) {
+        // Never indexed by HPACK: a value used once would only evict the connection's
+        // reusable entries (content-type and the like) from its header table.
+        v.set_sensitive(true);
         headers.insert(HeaderName::from_static(AUDIT_ID), v);
     }
 }
