@@ -27,7 +27,10 @@ use serde_json::{json, Value};
 use crate::authz::load_average;
 use crate::client::{Client, Protocol, JSON};
 use crate::consistent_reads::cpu_time;
-use crate::metrics::{cost, median, median_rows, num, per_op_us, progress, table, Cpu, Row};
+use crate::metrics::{
+    cost, each_cpu, median_cpu, median_rows, num, per_op_us, progress, table, Cpu, PickCpu, Row,
+    CPU_FIGURES,
+};
 use crate::scenarios;
 use crate::server::ServerProcess;
 
@@ -182,16 +185,8 @@ impl AdmissionReport {
             }
             let _ = writeln!(out, "{line}");
         }
-        type PickCpu = fn(&Cpu) -> f64;
-        let cpu_figures: [(&str, PickCpu); 2] = [
-            ("server CPU per create, µs", |c| c.create),
-            ("server CPU per update (GET + PUT), µs", |c| c.update),
-        ];
-        for (name, pick) in cpu_figures {
-            let value = |c: Config| {
-                let mut each: Vec<f64> = self.cpu_us.get(&c)?.iter().map(pick).collect();
-                (!each.is_empty()).then(|| median(&mut each))
-            };
+        for (name, pick) in CPU_FIGURES {
+            let value = |c: Config| median_cpu(self.cpu_us.get(&c), pick);
             let base = value(Config::Plain);
             let mut line = format!("| {name} |");
             for &c in &configs {
@@ -233,15 +228,7 @@ impl AdmissionReport {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            let each_cpu = |pick: fn(&Cpu) -> f64| {
-                self.cpu_us
-                    .get(&c)
-                    .into_iter()
-                    .flatten()
-                    .map(|cpu| format!("{:.0}", pick(cpu)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
+            let each_cpu = |pick: PickCpu| each_cpu(self.cpu_us.get(&c), pick);
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} |",

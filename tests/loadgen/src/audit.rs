@@ -19,7 +19,10 @@ use anyhow::{bail, Context, Result};
 use crate::authz::load_average;
 use crate::client::{Client, Protocol};
 use crate::consistent_reads::cpu_time;
-use crate::metrics::{cost, median, median_rows, num, per_op_us, progress, table, Cpu, Row};
+use crate::metrics::{
+    cost, each_cpu, median_cpu, median_rows, num, per_op_us, progress, table, Cpu, PickCpu, Row,
+    CPU_FIGURES,
+};
 use crate::scenarios;
 use crate::server::ServerProcess;
 
@@ -150,14 +153,7 @@ impl AuditReport {
             ("update p50 ms", "update", |r| r.p50_ms, false),
             ("update p99 ms", "update", |r| r.p99_ms, false),
         ];
-        for (name, prefix, pick, higher_better) in figures {
-            let value = |c: Config| {
-                self.medians(c)
-                    .iter()
-                    .find(|r| r.scenario.starts_with(prefix))
-                    .map(pick)
-            };
-            let (off, on) = (value(Config::Off), value(Config::Metadata));
+        let mut row = |name: &str, off: Option<f64>, on: Option<f64>, higher_better: bool| {
             let _ = writeln!(
                 out,
                 "| {name} | {} | {} | {} |",
@@ -165,25 +161,24 @@ impl AuditReport {
                 on.map_or("—".into(), num),
                 cost(off, on, higher_better)
             );
-        }
-        type PickCpu = fn(&Cpu) -> f64;
-        let cpu_figures: [(&str, PickCpu); 2] = [
-            ("server CPU per create, µs", |c| c.create),
-            ("server CPU per update (GET + PUT), µs", |c| c.update),
-        ];
-        for (name, pick) in cpu_figures {
+        };
+        for (name, prefix, pick, higher_better) in figures {
             let value = |c: Config| {
-                let mut each: Vec<f64> = self.cpu_us.get(&c)?.iter().map(pick).collect();
-                (!each.is_empty()).then(|| median(&mut each))
+                self.medians(c)
+                    .iter()
+                    .find(|r| r.scenario.starts_with(prefix))
+                    .map(pick)
             };
-            let (off, on) = (value(Config::Off), value(Config::Metadata));
-            let _ = writeln!(
-                out,
-                "| {name} | {} | {} | {} |",
-                off.map_or("—".into(), num),
-                on.map_or("—".into(), num),
-                cost(off, on, false)
+            row(
+                name,
+                value(Config::Off),
+                value(Config::Metadata),
+                higher_better,
             );
+        }
+        for (name, pick) in CPU_FIGURES {
+            let value = |c: Config| median_cpu(self.cpu_us.get(&c), pick);
+            row(name, value(Config::Off), value(Config::Metadata), false);
         }
         let _ = writeln!(
             out,
@@ -219,15 +214,7 @@ impl AuditReport {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            let each_cpu = |pick: fn(&Cpu) -> f64| {
-                self.cpu_us
-                    .get(&c)
-                    .into_iter()
-                    .flatten()
-                    .map(|cpu| format!("{:.0}", pick(cpu)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
+            let each_cpu = |pick: PickCpu| each_cpu(self.cpu_us.get(&c), pick);
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} |",

@@ -333,6 +333,30 @@ pub struct Cpu {
     pub update: f64,
 }
 
+/// A figure picked from one run's [`Cpu`].
+pub type PickCpu = fn(&Cpu) -> f64;
+
+/// The server-CPU rows of the admission and audit tables.
+pub const CPU_FIGURES: [(&str, PickCpu); 2] = [
+    ("server CPU per create, µs", |c| c.create),
+    ("server CPU per update (GET + PUT), µs", |c| c.update),
+];
+
+/// The median of one figure over a configuration's runs, if it has any.
+pub fn median_cpu(runs: Option<&Vec<Cpu>>, pick: PickCpu) -> Option<f64> {
+    let mut each: Vec<f64> = runs?.iter().map(pick).collect();
+    (!each.is_empty()).then(|| median(&mut each))
+}
+
+/// One figure of each run, comma-separated, in whole µs.
+pub fn each_cpu(runs: Option<&Vec<Cpu>>, pick: PickCpu) -> String {
+    runs.into_iter()
+        .flatten()
+        .map(|cpu| format!("{:.0}", pick(cpu)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// CPU time spent over `ops` operations, µs each.
 pub fn per_op_us(spent: std::time::Duration, ops: u64) -> f64 {
     spent.as_secs_f64() * 1e6 / ops.max(1) as f64
