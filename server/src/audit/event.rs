@@ -144,9 +144,7 @@ impl MicroTime {
     pub fn now() -> Self {
         MicroTime(Utc::now())
     }
-}
 
-impl MicroTime {
     /// `2026-12-02T10:11:12.123456Z`, written into a fixed buffer: two of these per
     /// audited request made chrono's formatting, pattern and String, show in profiles.
     fn rfc3339_micros(&self) -> [u8; 27] {
@@ -269,9 +267,7 @@ impl Event {
         })
         .map(Bytes::from)
     }
-}
 
-impl Event {
     /// Writes the event as the derived `Serialize` would, field for field, but with the
     /// keys as literals and strings that need no escaping copied whole: serde_json's
     /// byte-at-a-time escaping was half of an event's serialization.

@@ -316,13 +316,7 @@ mod tests {
         // A directory where the file should be: every write fails.
         let path = dir.path().join("audit.log");
         std::fs::create_dir(&path).unwrap();
-        let rotation = Rotation {
-            max_size_mb: 1,
-            max_backups: 0,
-            max_age_days: 0,
-        };
-        let log =
-            LogBackend::open(Destination::File(path, rotation), Mode::BlockingStrict).unwrap();
+        let log = file_backend(&path, Mode::BlockingStrict);
         assert!(log.strict());
         assert!(log.write(b"{}\n".to_vec()).is_err());
         assert_eq!(log.lost(), 1);
@@ -406,12 +400,7 @@ mod tests {
     fn batch_mode_writes_in_order() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.log");
-        let rotation = Rotation {
-            max_size_mb: 1,
-            max_backups: 0,
-            max_age_days: 0,
-        };
-        let log = LogBackend::open(Destination::File(path.clone(), rotation), Mode::Batch).unwrap();
+        let log = file_backend(&path, Mode::Batch);
         for i in 0..100 {
             log.write(format!("{i}\n").into_bytes()).unwrap();
         }
